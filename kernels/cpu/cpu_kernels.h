@@ -1,0 +1,48 @@
+// The CPU kernel tables, one per instruction set, behind plain function pointers.
+//
+// Each instruction set lives in its own translation unit compiled for that target
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp); none of them includes torch, so
+// no inline torch function is ever compiled with AVX-512 enabled and picked by the linker
+// for a machine without it. gelu_ops.cpp chooses a table at run time (cpuid).
+#pragma once
+
+#include <cstdint>
+
+#include "turbogelu/poly_eval.h"
+
+namespace turbogelu {
+namespace cpu {
+
+// 16-bit storage types, kept distinct so that load/store overloads pick the conversion.
+struct f16_t {
+  uint16_t bits;
+};
+struct bf16_t {
+  uint16_t bits;
+};
+
+// Element types, in the order of the tables below.
+enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3, kNumDTypes = 4 };
+
+// Return false when the coefficient set's degree has no compiled instantiation.
+using ForwardFn = bool (*)(const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s);
+using BackwardFn = bool (*)(const void* grad, const void* x, void* out, int64_t n,
+                            const PolyCoeffs& k, Scheme s);
+
+struct KernelTable {
+  const char* name;
+  ForwardFn forward[kNumDTypes];  // nullptr: use the scalar table's entry
+  BackwardFn backward[kNumDTypes];
+};
+
+const KernelTable& scalar_table();
+// nullptr when the build has no such code (a non-x86 target).
+const KernelTable* avx2_table();
+const KernelTable* avx512_table();
+
+// Degrees (of P) with compiled kernels. A list rather than one value so that experiments can
+// time other fitted specs through the same code; each degree costs compile time.
+#define TG_KERNEL_DEGREES(X) X(8)
+
+}  // namespace cpu
+}  // namespace turbogelu

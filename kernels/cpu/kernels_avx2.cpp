@@ -1,0 +1,125 @@
+// AVX2 + FMA + F16C kernels: 8 float32 lanes; the tail goes through a padded local buffer.
+// Compiled for that target by the pragma below, not by the build's flags (see
+// kernels_avx512.cpp); gelu_ops.cpp calls in here only when cpuid reports the features.
+// cpu_kernels.h (and poly_eval.h through it) is included only after the target pragma and
+// the namespace macro, so its inline templates are compiled for this target, under names of
+// their own.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+#define TG_ISA_NAMESPACE avx2
+#include "cpu_kernels.h"
+#include "loops.h"
+
+namespace turbogelu {
+namespace cpu {
+inline namespace avx2 {
+namespace {
+
+struct V8 {
+  __m256 v;
+};
+struct M8 {  // a lane mask: all ones or all zeros per lane
+  __m256 m;
+};
+TG_INLINE V8 tg_fma(V8 a, V8 b, V8 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+TG_INLINE V8 tg_mul(V8 a, V8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
+TG_INLINE M8 tg_gt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
+TG_INLINE M8 tg_lt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
+TG_INLINE V8 tg_select(M8 m, V8 a, V8 b) { return {_mm256_blendv_ps(b.v, a.v, m.m)}; }
+TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
+
+// Same rounding as kernels_avx512.cpp and convert.h: nearest even, NaN -> 0x7FC0.
+TG_INLINE __m256 bf16_widen(__m128i h) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+TG_INLINE __m128i bf16_narrow(__m256 f) {
+  const __m256i u = _mm256_castps_si256(f);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb);
+  r = _mm256_srli_epi32(r, 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+  r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+  // Each 32-bit lane holds a value < 2^16, so the unsigned-saturating pack is exact.
+  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+struct Avx2Isa {
+  static constexpr int W = 8;
+  static V8 load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  static V8 load(const f16_t* p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+  }
+  static V8 load(const bf16_t* p) {
+    return {bf16_widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+  }
+  static void store(float* p, V8 v) { _mm256_storeu_ps(p, v.v); }
+  static void store(f16_t* p, V8 v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v.v, kRound));
+  }
+  static void store(bf16_t* p, V8 v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bf16_narrow(v.v));
+  }
+  // Partial vectors: copy through a zero-padded buffer of W elements.
+  template <class T>
+  static V8 load_n(const T* p, int n) {
+    T buf[W];
+    std::memset(buf, 0, sizeof buf);
+    std::memcpy(buf, p, sizeof(T) * n);
+    return load(buf);
+  }
+  template <class T>
+  static void store_n(T* p, V8 v, int n) {
+    T buf[W];
+    store(buf, v);
+    std::memcpy(p, buf, sizeof(T) * n);
+  }
+};
+
+}  // namespace
+}  // namespace avx2
+
+const KernelTable* avx2_table() {
+  static const KernelTable table = {
+      "avx2",
+      {forward_any<Avx2Isa, float>, forward_any<Avx2Isa, f16_t>, forward_any<Avx2Isa, bf16_t>,
+       nullptr},
+      {backward_any<Avx2Isa, float>, backward_any<Avx2Isa, f16_t>,
+       backward_any<Avx2Isa, bf16_t>, nullptr},
+  };
+  return &table;
+}
+
+}  // namespace cpu
+}  // namespace turbogelu
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64 with GCC/clang: no AVX2 code in this build
+
+#include "cpu_kernels.h"
+
+namespace turbogelu {
+namespace cpu {
+const KernelTable* avx2_table() { return nullptr; }
+}  // namespace cpu
+}  // namespace turbogelu
+
+#endif

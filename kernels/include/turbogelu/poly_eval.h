@@ -1,0 +1,152 @@
+// The per-element math of every turbogelu kernel (CPU scalar and SIMD, CUDA, generated Metal).
+//
+//   forward   gelu(x)  ~ x * (1/2 + x P(z))   for |x| <= R;  x for x > R;  -0.0 for x < -R
+//   backward  gelu'(x) ~ 1/2 + x Q(z)         for |x| <= R;  1 for x > R;  0 for x < -R
+//   with y = x*x, z = fma(y, scale, -1) in [-1, 1] and P(z) = sum_k c[k] z^k.
+//
+// Why this shape: GELU is x/2 plus an even function, so one polynomial in x^2 covers both
+// signs. P is written in z rather than y: the monomials in y on [0, R^2] cancel in float32,
+// the ones in z do not (turbogelu/approx/fit.py). x * fma(x, P, 1/2) rather than
+// fma(x*x, P, x/2) keeps gelu(-0.0) = -0.0 and keeps full relative accuracy for tiny |x|.
+// Comparisons with NaN are false, so NaN falls through to the polynomial and stays NaN.
+//
+// The templates are written once over a value type V with a handful of overloads (fma, mul,
+// splat, compare, select): float and double here, SIMD wrappers in kernels/cpu, and the
+// same code compiles as __host__ __device__ for CUDA. turbogelu/approx/replay.py replays this
+// exact sequence of roundings in numpy, and the tests compare the two bit for bit.
+#pragma once
+
+#include <cmath>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TG_HD __host__ __device__
+#define TG_INLINE __forceinline__
+#define TG_UNROLL _Pragma("unroll")
+#else
+#define TG_HD
+#define TG_INLINE inline __attribute__((always_inline))
+#if defined(__clang__)
+#define TG_UNROLL _Pragma("unroll")
+#else
+#define TG_UNROLL _Pragma("GCC unroll 32")
+#endif
+#endif
+
+// Each CPU instruction-set file defines TG_ISA_NAMESPACE before including this header, so
+// inline functions compiled with different target flags never share a (COMDAT) symbol.
+#ifndef TG_ISA_NAMESPACE
+#define TG_ISA_NAMESPACE generic
+#endif
+
+namespace turbogelu {
+
+// Upper bound on the number of coefficients a kernel accepts (degree <= 16).
+constexpr int kMaxCoeffs = 17;
+
+// One fitted coefficient set; the generated gelu_coeffs.h holds the shipped ones.
+struct PolyCoeffs {
+  int degree;     // P has degree + 1 coefficients
+  float clamp;    // R: the polynomial is used on |x| <= R
+  float scale;    // 2 / R^2, rounded to float32
+  float c[kMaxCoeffs];
+};
+
+// How to evaluate P: Horner (fewest operations, one dependency chain) or Estrin (more
+// operations, short chains). Which is faster is measured (turbogelu bench), not assumed.
+enum class Scheme { Horner, Estrin };
+
+inline namespace TG_ISA_NAMESPACE {
+
+// Scalar overloads; SIMD types provide the same names.
+TG_HD TG_INLINE float tg_fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fmaf(a, b, c);
+#endif
+}
+TG_HD TG_INLINE double tg_fma(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+template <class V>
+TG_HD TG_INLINE V tg_mul(V a, V b) {
+  return a * b;
+}
+// tg_splat(V{}, c): c broadcast to the type of the first argument (which only picks the
+// overload, so SIMD wrappers can add their own next to their other operations).
+TG_HD TG_INLINE float tg_splat(float, float v) { return v; }
+TG_HD TG_INLINE double tg_splat(double, float v) { return v; }
+TG_HD TG_INLINE bool tg_gt(float a, float b) { return a > b; }
+TG_HD TG_INLINE bool tg_gt(double a, double b) { return a > b; }
+TG_HD TG_INLINE bool tg_lt(float a, float b) { return a < b; }
+TG_HD TG_INLINE bool tg_lt(double a, double b) { return a < b; }
+template <class V>
+TG_HD TG_INLINE V tg_select(bool m, V a, V b) {
+  return m ? a : b;
+}
+
+// P(z) = sum_k c[k] z^k, N = degree + 1 coefficients.
+template <int N, Scheme S, class V>
+TG_HD TG_INLINE V eval_poly(V z, const float* c) {
+  static_assert(N >= 1 && N <= kMaxCoeffs, "unsupported degree");
+  if constexpr (S == Scheme::Horner) {
+    V p = tg_splat(V{}, c[N - 1]);
+TG_UNROLL
+    for (int k = N - 2; k >= 0; --k) p = tg_fma(p, z, tg_splat(V{}, c[k]));
+    return p;
+  } else {
+    // Estrin: t[i] = c[2i] + c[2i+1] z, then pairs of those with z^2, z^4, ...; an odd one
+    // out is carried up unchanged. approx/replay.py builds the same tree.
+    V t[N];
+TG_UNROLL
+    for (int k = 0; k < N; ++k) t[k] = tg_splat(V{}, c[k]);
+    V power = z;
+    int n = N;
+TG_UNROLL
+    for (int level = 0; level < 5; ++level) {
+      if (n <= 1) break;
+      const int half = n / 2;
+TG_UNROLL
+      for (int i = 0; i < half; ++i) t[i] = tg_fma(t[2 * i + 1], power, t[2 * i]);
+      if (n % 2) t[half] = t[n - 1];
+      n = half + n % 2;
+      if (n > 1) power = tg_mul(power, power);
+    }
+    return t[0];
+  }
+}
+
+// 1/2 + x P(z): the bracket shared by forward (times x) and backward (times grad).
+template <int N, Scheme S, class V>
+TG_HD TG_INLINE V gelu_bracket(V x, const PolyCoeffs& k) {
+  const V y = tg_mul(x, x);
+  const V z = tg_fma(y, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
+  const V p = eval_poly<N, S>(z, k.c);
+  return tg_fma(x, p, tg_splat(V{}, 0.5f));
+}
+
+template <int N, Scheme S, class V>
+TG_HD TG_INLINE V gelu_forward(V x, const PolyCoeffs& k) {
+  const V inside = tg_mul(x, gelu_bracket<N, S>(x, k));
+  const V r = tg_splat(V{}, k.clamp);
+  const V neg_r = tg_splat(V{}, -k.clamp);
+  return tg_select(tg_gt(x, r), x, tg_select(tg_lt(x, neg_r), tg_splat(V{}, -0.0f), inside));
+}
+
+template <int N, Scheme S, class V>
+TG_HD TG_INLINE V gelu_backward(V grad, V x, const PolyCoeffs& k) {
+  const V inside = gelu_bracket<N, S>(x, k);
+  const V r = tg_splat(V{}, k.clamp);
+  const V neg_r = tg_splat(V{}, -k.clamp);
+  const V d = tg_select(tg_gt(x, r), tg_splat(V{}, 1.0f),
+                        tg_select(tg_lt(x, neg_r), tg_splat(V{}, 0.0f), inside));
+  // Always multiply (never select a zero): a NaN gradient stays NaN in the clamped tail.
+  return tg_mul(grad, d);
+}
+
+}  // namespace TG_ISA_NAMESPACE
+}  // namespace turbogelu

@@ -1,0 +1,39 @@
+"""turbogelu: fast, accurate polynomial GELU kernels for PyTorch.
+
+``import turbogelu`` is cheap and needs neither torch nor the compiled extension; the torch
+API below is loaded on first use (``turbogelu.gelu`` etc.), which imports torch and
+``turbogelu._C`` and raises a clear error if the extension has not been built.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
+_LAZY = {
+    "gelu": "turbogelu.ops",
+    "gelu_": "turbogelu.ops",
+    "gelu_op": "turbogelu.ops",
+    "gelu_backward_op": "turbogelu.ops",
+    "cpu_isa": "turbogelu.ops",
+    "cpu_isas_available": "turbogelu.ops",
+    "GELU": "turbogelu.modules",
+    "replace_gelu": "turbogelu.modules",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turbogelu' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

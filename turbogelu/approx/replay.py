@@ -1,0 +1,117 @@
+"""Replay of the kernels' float32 arithmetic in numpy, operation for operation.
+
+The kernels (``kernels/include/turbogelu/poly_eval.h``) evaluate, for |x| <= R::
+
+    y = fl(x * x)
+    z = fma(y, scale, -1)                  # maps [0, R^2] onto [-1, 1]
+    p = P(z)                               # Horner (or Estrin) with fused multiply-adds
+    forward:  out = fl(x * fma(x, p, 1/2)) # = x/2 + x^2 p, and -0.0 stays -0.0
+    backward: out = fl(g * fma(x, p, 1/2)) # = 1/2 + x q
+
+and outside the window ``x`` / ``-0.0`` (forward) and ``g * 1`` / ``g * 0`` (backward).
+This module reproduces that sequence bit for bit, with a correctly rounded float32 FMA, so
+the measured error of a spec is the error the kernel has (a test compares them bitwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+F32 = np.float32
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """Correctly rounded float32 fused multiply-add of float32 arrays.
+
+    ``a*b`` is exact in float64 (24 + 24 significant bits < 53). The float64 sum ``s`` of
+    that product and ``c`` can be off by half a float64 ulp, which only matters when ``s``
+    lands exactly on a midpoint between two float32 values: then the sign of the exact
+    remainder (TwoSum) decides which way to round.
+    """
+    a = np.asarray(a, F32).astype(np.float64)
+    b = np.asarray(b, F32).astype(np.float64)
+    c = np.asarray(c, F32).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = a * b
+        s = p + c
+        # TwoSum: e is exactly (p + c) - s when everything is finite.
+        bb = s - p
+        e = (p - (s - bb)) + (c - bb)
+        bits = s.view(np.int64)
+        # float64 -> float32 drops 29 mantissa bits; a midpoint has them equal to 1 << 28.
+        midpoint = ((bits & ((1 << 29) - 1)) == (1 << 28)) & np.isfinite(s) & (e != 0)
+        if np.any(midpoint):
+            toward = np.where(e > 0, np.inf, -np.inf)
+            s = np.where(midpoint, np.nextafter(s, toward), s)
+        return s.astype(F32)
+
+
+def poly32(z, coeffs, scheme: str = "horner") -> np.ndarray:
+    """P(z) = sum c_k z^k in float32 with FMAs, by Horner or by Estrin."""
+    c = [F32(v) for v in coeffs]
+    z = np.asarray(z, F32)
+    if scheme == "horner":
+        p = np.full_like(z, c[-1])
+        for ck in reversed(c[:-1]):
+            p = fma32(p, z, ck)
+        return p
+    if scheme != "estrin":
+        raise ValueError(f"scheme must be 'horner' or 'estrin', got {scheme!r}")
+    # Estrin: pair terms with z, then pairs of pairs with z^2, z^4, ... (same tree as the header).
+    terms = [np.full_like(z, ck) for ck in c]
+    power = z
+    while len(terms) > 1:
+        nxt = [fma32(terms[i + 1], power, terms[i]) for i in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            nxt.append(terms[-1])
+        terms = nxt
+        if len(terms) > 1:
+            power = (power * power).astype(F32)
+    return terms[0]
+
+
+def _inner(x, spec_part: dict, scheme: str):
+    x = np.asarray(x, F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = (x * x).astype(F32)
+        z = fma32(y, F32(spec_part["scale"]), F32(-1.0))
+        p = poly32(z, spec_part["coefficients"], scheme)
+        return x, fma32(x, p, F32(0.5))
+
+
+def forward32(x, spec_part: dict, scheme: str = "horner") -> np.ndarray:
+    """Kernel forward in float32: 0.5x + x^2 P(z) inside [-R, R], x / -0.0 outside."""
+    x, h = _inner(x, spec_part, scheme)
+    r = F32(spec_part["clamp"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (x * h).astype(F32)
+    return np.where(x > r, x, np.where(x < -r, F32(-0.0), out)).astype(F32)
+
+
+def backward32(x, spec_part: dict, grad=None, scheme: str = "horner") -> np.ndarray:
+    """Kernel backward in float32: grad * (0.5 + x Q(z)) inside, grad * (1 | 0) outside."""
+    x, d = _inner(x, spec_part, scheme)
+    r = F32(spec_part["clamp"])
+    d = np.where(x > r, F32(1.0), np.where(x < -r, F32(0.0), d)).astype(F32)
+    g = np.ones_like(x) if grad is None else np.asarray(grad, F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (g * d).astype(F32)
+
+
+def forward64(x, spec_part: dict) -> np.ndarray:
+    """The same polynomial (float32 coefficients) in float64, as the float64 kernel runs it."""
+    x = np.asarray(x, np.float64)
+    y = x * x
+    z = y * float(F32(spec_part["scale"])) - 1.0
+    p = np.polynomial.polynomial.polyval(z, [float(F32(c)) for c in spec_part["coefficients"]])
+    r = float(F32(spec_part["clamp"]))
+    out = x * (0.5 + x * p)
+    return np.where(x > r, x, np.where(x < -r, -0.0, out))
+
+
+def backward64(x, spec_part: dict) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    z = x * x * float(F32(spec_part["scale"])) - 1.0
+    p = np.polynomial.polynomial.polyval(z, [float(F32(c)) for c in spec_part["coefficients"]])
+    r = float(F32(spec_part["clamp"]))
+    return np.where(x > r, 1.0, np.where(x < -r, 0.0, 0.5 + x * p))

@@ -1,0 +1,202 @@
+"""The op surface: torch.ops.turbogelu.* with fake (meta) kernels and autograd.
+
+Importing this module imports torch and loads the compiled extension ``turbogelu._C``, whose
+``TORCH_LIBRARY(turbogelu, m)`` defines the ops (kernels/cpu/gelu_ops.cpp):
+
+    gelu(Tensor x, str approximate="none", *, str backward="default") -> Tensor
+    gelu.out(Tensor x, str approximate="none", *, Tensor(a!) out) -> Tensor(a!)
+    gelu_(Tensor(a!) x, str approximate="none") -> Tensor(a!)
+    gelu_backward(Tensor grad, Tensor x, str approximate="none", str backward="default")
+    gelu_backward.out(..., *, Tensor(a!) out) -> Tensor(a!)
+
+``backward`` selects the derivative's coefficients: "direct" (a fit of GELU', the default
+because it is the more accurate) or "matched" (the exact derivative of the forward
+polynomial; gradcheck holds for it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from ._ext import load_extension
+
+load_extension()
+
+_ops = torch.ops.turbogelu
+APPROXIMATE = ("none", "tanh")
+BACKWARD = ("default", "direct", "matched")
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _check_args(approximate: str, backward: str = "default") -> None:
+    # The C++ kernels check these too; checking here keeps fake tensors (torch.compile,
+    # meta) from accepting what the real kernel would refuse.
+    if approximate not in APPROXIMATE:
+        raise ValueError(f"turbogelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if backward not in BACKWARD:
+        raise ValueError(
+            f"turbogelu: backward must be 'default', 'direct' or 'matched', got {backward!r}"
+        )
+
+
+def _check_dtype(t: torch.Tensor, op: str) -> None:
+    if t.dtype not in DTYPES:
+        raise TypeError(
+            f"turbogelu.{op}: unsupported dtype {t.dtype}; supported dtypes are float32, "
+            "float64, float16 and bfloat16"
+        )
+
+
+# ---------------------------------------------------------------- fake kernels
+
+
+@torch.library.register_fake("turbogelu::gelu")
+def _gelu_fake(x, approximate="none", *, backward="default"):
+    _check_args(approximate, backward)
+    _check_dtype(x, "gelu")
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("turbogelu::gelu.out")
+def _gelu_out_fake(x, approximate="none", *, out):
+    _check_args(approximate)
+    _check_dtype(x, "gelu")
+    return out
+
+
+@torch.library.register_fake("turbogelu::gelu_")
+def _gelu_inplace_fake(x, approximate="none"):
+    _check_args(approximate)
+    _check_dtype(x, "gelu_")
+    return x
+
+
+def _check_backward_fake(grad, x):
+    _check_dtype(x, "gelu_backward")
+    if grad.dtype != x.dtype:
+        raise TypeError(
+            f"turbogelu.gelu_backward: grad has dtype {grad.dtype} but x has dtype {x.dtype}"
+        )
+    if grad.shape != x.shape:
+        raise RuntimeError(
+            f"turbogelu.gelu_backward: grad has shape {tuple(grad.shape)} but x has shape "
+            f"{tuple(x.shape)}"
+        )
+
+
+@torch.library.register_fake("turbogelu::gelu_backward")
+def _gelu_backward_fake(grad, x, approximate="none", backward="default"):
+    _check_args(approximate, backward)
+    _check_backward_fake(grad, x)
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("turbogelu::gelu_backward.out")
+def _gelu_backward_out_fake(grad, x, approximate="none", backward="default", *, out):
+    _check_args(approximate, backward)
+    _check_backward_fake(grad, x)
+    return out
+
+
+# ---------------------------------------------------------------- autograd
+
+
+def _setup_context(ctx, inputs, keyword_only_inputs, output):
+    (x, *rest) = inputs
+    ctx.approximate = rest[0] if rest else "none"
+    ctx.backward = keyword_only_inputs.get("backward", "default")
+    ctx.save_for_backward(x)
+
+
+def _backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return _ops.gelu_backward(grad.contiguous(), x, ctx.approximate, ctx.backward), None
+
+
+torch.library.register_autograd("turbogelu::gelu", _backward, setup_context=_setup_context)
+
+
+def _backward_of_backward(ctx, grad):
+    raise NotImplementedError(
+        "turbogelu.gelu_backward is not differentiable (no second derivative is implemented)"
+    )
+
+
+def _setup_backward_context(ctx, inputs, output):
+    pass
+
+
+torch.library.register_autograd(
+    "turbogelu::gelu_backward", _backward_of_backward, setup_context=_setup_backward_context
+)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _check_tensor(x, op: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"turbogelu.{op}: expected a torch.Tensor, got {type(x).__name__}")
+
+
+def gelu(x: torch.Tensor, approximate: str = "none", *, backward: str = "default") -> torch.Tensor:
+    """Polynomial GELU, a drop-in for ``torch.nn.functional.gelu(x, approximate)``.
+
+    Autograd-aware and ``torch.compile``-friendly. ``approximate="tanh"`` uses a polynomial
+    fitted to PyTorch's tanh form. ``backward`` picks the derivative used by autograd
+    ("default" = "direct", a fit of GELU'; or "matched", the derivative of the forward).
+    """
+    _check_tensor(x, "gelu")
+    return _ops.gelu(x, approximate, backward=backward)
+
+
+def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """In-place polynomial GELU (no autograd: refuses a tensor that requires grad)."""
+    _check_tensor(x, "gelu_")
+    return _ops.gelu_(x, approximate)
+
+
+def gelu_op(x: torch.Tensor, approximate: str = "none", *, out: torch.Tensor | None = None):
+    """The raw forward op (no autograd needed); writes into ``out`` when given."""
+    _check_tensor(x, "gelu_op")
+    if out is None:
+        return _ops.gelu(x, approximate)
+    return _ops.gelu.out(x, approximate, out=out)
+
+
+def gelu_backward_op(
+    grad: torch.Tensor,
+    x: torch.Tensor,
+    approximate: str = "none",
+    backward: str = "default",
+    *,
+    out: torch.Tensor | None = None,
+):
+    """The raw backward op: ``grad * gelu'(x)`` by the selected derivative polynomial."""
+    _check_tensor(grad, "gelu_backward_op")
+    _check_tensor(x, "gelu_backward_op")
+    if out is None:
+        return _ops.gelu_backward(grad, x, approximate, backward)
+    return _ops.gelu_backward.out(grad, x, approximate, backward, out=out)
+
+
+def cpu_isa() -> str:
+    """The CPU instruction set the kernels use now: 'avx512', 'avx2' or 'scalar'."""
+    return _ops._cpu_isa()
+
+
+def cpu_isas_available() -> list[str]:
+    """Instruction sets this CPU can run, best first (TURBOGELU_CPU_ISA picks one)."""
+    return list(_ops._cpu_isas())
+
+
+@contextlib.contextmanager
+def use_cpu_isa(name: str):
+    """Run the CPU kernels with one instruction set inside the block (for tests, benchmarks)."""
+    previous = _ops._set_cpu_isa(name)
+    try:
+        yield
+    finally:
+        _ops._set_cpu_isa(previous)
