@@ -19,11 +19,13 @@ inline float bf16_to_f32(uint16_t b) {
   return f;
 }
 
-// Round to nearest even, as c10::BFloat16 does; every NaN becomes the quiet NaN 0x7FC0.
+// Round to nearest even, as c10::BFloat16 does, in the same integer steps as the SIMD
+// kernels (so all give the same bits, NaNs included). Like them it expects a value computed
+// from bfloat16 data: a NaN's low 16 bits are then zero and the rounding cannot carry into
+// the sign (c10 instead maps every NaN to 0x7FC0).
 inline uint16_t f32_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
-  if (f != f) return 0x7FC0;
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 

@@ -111,8 +111,8 @@ const PolyCoeffs& forward_coeffs(c10::string_view approximate) {
 
 const PolyCoeffs& backward_coeffs(c10::string_view approximate, c10::string_view backward) {
   TORCH_CHECK_VALUE(backward == "default" || backward == "direct" || backward == "matched",
-                    "turbogelu: backward must be 'default', 'direct' or 'matched', got '",
-                    backward, "'");
+                    "turbogelu: backward must be 'default', 'direct' or 'matched', got '", backward,
+                    "'");
   const bool tanh = is_tanh(approximate);
   bool direct = backward == "direct";
   if (backward == "default")
@@ -154,10 +154,16 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
 // Elements laid out in one dense block, so a flat loop over memory visits each exactly once.
 bool flat(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
 
-// Grain of at::parallel_for: below it one thread does the whole tensor. Measured with
-// `python -m turbogelu bench --grain` on the 2-core build machine: splitting pays off from
-// about 64K float32 elements (under that, waking a second thread costs more than it saves).
-constexpr int64_t kGrain = 1 << 16;
+// Grain of at::parallel_for: below it one thread does the whole tensor. The default is
+// measured by `python -m turbogelu bench --grain` (1 vs all threads over sizes, grain set to
+// 1 through turbogelu::_set_parallel_grain): see the note in the README.
+constexpr int64_t kDefaultGrain = 1 << 16;
+std::atomic<int64_t> g_grain{kDefaultGrain};
+
+int64_t set_parallel_grain(int64_t grain) {
+  TORCH_CHECK_VALUE(grain >= 1, "turbogelu: the parallel grain must be >= 1, got ", grain);
+  return g_grain.exchange(grain);
+}
 
 void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
   const int d = dtype_index(x, "gelu");
@@ -170,9 +176,8 @@ void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs
   const int64_t es = x.element_size();
   const Scheme s = default_scheme();
   TORCH_CHECK(fn(xp, op, 0, k, s), "turbogelu: no kernel compiled for degree ", k.degree);
-  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
-    fn(xp + b * es, op + b * es, e - b, k, s);
-  });
+  at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed),
+                   [&](int64_t b, int64_t e) { fn(xp + b * es, op + b * es, e - b, k, s); });
 }
 
 void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
@@ -189,7 +194,7 @@ void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
   const int64_t es = x.element_size();
   const Scheme s = default_scheme();
   TORCH_CHECK(fn(gp, xp, op, 0, k, s), "turbogelu: no kernel compiled for degree ", k.degree);
-  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+  at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed), [&](int64_t b, int64_t e) {
     fn(gp + b * es, xp + b * es, op + b * es, e - b, k, s);
   });
 }
@@ -199,8 +204,7 @@ void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
 // `x` made flat (a dense input keeps its layout, e.g. channels_last or a transpose).
 at::Tensor flat_input(const at::Tensor& x) { return flat(x) ? x : x.contiguous(); }
 
-at::Tensor gelu_cpu(const at::Tensor& x, c10::string_view approximate,
-                    c10::string_view backward) {
+at::Tensor gelu_cpu(const at::Tensor& x, c10::string_view approximate, c10::string_view backward) {
   check_cpu(x, "gelu", "x");
   dtype_index(x, "gelu");
   const PolyCoeffs& k = forward_coeffs(approximate);
@@ -242,8 +246,9 @@ void check_backward_args(const at::Tensor& grad, const at::Tensor& x) {
   check_cpu(x, "gelu_backward", "x");
   check_cpu(grad, "gelu_backward", "grad");
   dtype_index(x, "gelu_backward");
-  TORCH_CHECK_TYPE(grad.scalar_type() == x.scalar_type(), "turbogelu.gelu_backward: grad has dtype ",
-                   grad.scalar_type(), " but x has dtype ", x.scalar_type());
+  TORCH_CHECK_TYPE(grad.scalar_type() == x.scalar_type(),
+                   "turbogelu.gelu_backward: grad has dtype ", grad.scalar_type(),
+                   " but x has dtype ", x.scalar_type());
   TORCH_CHECK(grad.sizes() == x.sizes(), "turbogelu.gelu_backward: grad has shape ", grad.sizes(),
               " but x has shape ", x.sizes());
 }
@@ -313,8 +318,7 @@ at::Tensor& gelu_inplace_autograd(at::Tensor& x, c10::string_view approximate) {
   return x;
 }
 
-at::Tensor& gelu_out_autograd(const at::Tensor& x, c10::string_view approximate,
-                              at::Tensor& out) {
+at::Tensor& gelu_out_autograd(const at::Tensor& x, c10::string_view approximate, at::Tensor& out) {
   refuse_grad("gelu(out=)", {&x, &out});
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -333,11 +337,10 @@ at::Tensor& gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor&
   refuse_grad("gelu_backward(out=)", {&grad, &x, &out});
   {
     at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("turbogelu::gelu_backward", "out")
-            .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, c10::string_view,
-                               c10::string_view, at::Tensor&)>();
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("turbogelu::gelu_backward", "out")
+                         .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, c10::string_view,
+                                            c10::string_view, at::Tensor&)>();
     op.call(grad, x, approximate, backward, out);
   }
   torch::autograd::impl::bump_version(out);
@@ -363,6 +366,8 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def("_cpu_isa() -> str", &cpu_isa);
   m.def("_cpu_isas() -> str[]", &cpu_isas);
   m.def("_set_cpu_isa(str isa) -> str", &set_cpu_isa);
+  // Benchmark hook: elements per parallel chunk (returns the previous value).
+  m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {

@@ -41,51 +41,45 @@ TG_INLINE M8 tg_lt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 TG_INLINE V8 tg_select(M8 m, V8 a, V8 b) { return {_mm256_blendv_ps(b.v, a.v, m.m)}; }
 TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
 
-// Same rounding as kernels_avx512.cpp and convert.h: nearest even, NaN -> 0x7FC0.
-TG_INLINE __m256 bf16_widen(__m128i h) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-TG_INLINE __m128i bf16_narrow(__m256 f) {
+// bfloat16 <-> float32 on 16 values at once, as in kernels_avx512.cpp (interleave with
+// zeros to widen, round to nearest even in integers and pack the high halves to narrow; the
+// same reasoning about NaN payloads applies).
+TG_INLINE __m256i bf16_round_high(__m256 f) {
   const __m256i u = _mm256_castps_si256(f);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb);
-  r = _mm256_srli_epi32(r, 16);
-  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-  r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
-  // Each 32-bit lane holds a value < 2^16, so the unsigned-saturating pack is exact.
-  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb),
+                           16);
 }
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 struct Avx2Isa {
-  static constexpr int W = 8;
-  static V8 load(const float* p) { return {_mm256_loadu_ps(p)}; }
-  static V8 load(const f16_t* p) {
-    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+  using V = V8;
+  static constexpr int K = 2, B = 16;
+  static void load(const float* p, V (&v)[K]) {
+    v[0] = {_mm256_loadu_ps(p)};
+    v[1] = {_mm256_loadu_ps(p + 8)};
   }
-  static V8 load(const bf16_t* p) {
-    return {bf16_widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+  static void store(float* p, const V (&v)[K]) {
+    _mm256_storeu_ps(p, v[0].v);
+    _mm256_storeu_ps(p + 8, v[1].v);
   }
-  static void store(float* p, V8 v) { _mm256_storeu_ps(p, v.v); }
-  static void store(f16_t* p, V8 v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v.v, kRound));
+  static void load(const f16_t* p, V (&v)[K]) {
+    v[0] = {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+    v[1] = {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
   }
-  static void store(bf16_t* p, V8 v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bf16_narrow(v.v));
+  static void store(f16_t* p, const V (&v)[K]) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v[0].v, kRound));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), _mm256_cvtps_ph(v[1].v, kRound));
   }
-  // Partial vectors: copy through a zero-padded buffer of W elements.
-  template <class T>
-  static V8 load_n(const T* p, int n) {
-    T buf[W];
-    std::memset(buf, 0, sizeof buf);
-    std::memcpy(buf, p, sizeof(T) * n);
-    return load(buf);
+  static void load(const bf16_t* p, V (&v)[K]) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i zero = _mm256_setzero_si256();
+    v[0] = {_mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, w))};
+    v[1] = {_mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, w))};
   }
-  template <class T>
-  static void store_n(T* p, V8 v, int n) {
-    T buf[W];
-    store(buf, v);
-    std::memcpy(p, buf, sizeof(T) * n);
+  static void store(bf16_t* p, const V (&v)[K]) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm256_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
 };
 
@@ -97,8 +91,8 @@ const KernelTable* avx2_table() {
       "avx2",
       {forward_any<Avx2Isa, float>, forward_any<Avx2Isa, f16_t>, forward_any<Avx2Isa, bf16_t>,
        nullptr},
-      {backward_any<Avx2Isa, float>, backward_any<Avx2Isa, f16_t>,
-       backward_any<Avx2Isa, bf16_t>, nullptr},
+      {backward_any<Avx2Isa, float>, backward_any<Avx2Isa, f16_t>, backward_any<Avx2Isa, bf16_t>,
+       nullptr},
   };
   return &table;
 }

@@ -1,4 +1,4 @@
-// AVX-512 kernels (F + BW + VL): 16 float32 lanes, masked loads and stores for the tail.
+// AVX-512 kernels (F + BW + VL): 16 float32 lanes, two vectors per block.
 // Compiled for that target by the pragma below, not by the build's flags, so the library
 // runs on any x86-64; gelu_ops.cpp calls in here only when cpuid reports the features.
 // cpu_kernels.h (and poly_eval.h through it) is included only after the target pragma and
@@ -40,53 +40,48 @@ TG_INLINE __mmask16 tg_lt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _C
 TG_INLINE V16 tg_select(__mmask16 m, V16 a, V16 b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }
 TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
 
-TG_INLINE __mmask16 first_n(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
-
-// bfloat16 -> float32 is a shift; float32 -> bfloat16 rounds to nearest even with integer
-// arithmetic (not vcvtneps2bf16, which flushes subnormals to zero), NaN -> 0x7FC0.
-TG_INLINE __m512 bf16_widen(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-TG_INLINE __m256i bf16_narrow(__m512 f) {
+// bfloat16 <-> float32 on 32 values at once. Widening interleaves zeros below each 16-bit
+// value (within 128-bit lanes: elements come out permuted, the same way for every input),
+// narrowing rounds each float to nearest even in integer arithmetic and packs the high
+// halves back (the inverse permutation). Not vcvtneps2bf16: it flushes subnormals to zero.
+// The rounding carries into the sign only for a NaN with low bits set, which cannot occur
+// here: the values come from bfloat16 data (low 16 bits zero; x86 arithmetic keeps an input
+// NaN's payload, and its default NaN 0xFFC00000 has them zero too).
+TG_INLINE __m512i bf16_round_high(__m512 f) {
   const __m512i u = _mm512_castps_si512(f);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb);
-  r = _mm512_srli_epi32(r, 16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-  r = _mm512_mask_blend_epi32(nan, r, _mm512_set1_epi32(0x7FC0));
-  return _mm512_cvtepi32_epi16(r);
+  return _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb),
+                           16);
 }
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 struct Avx512Isa {
-  static constexpr int W = 16;
-  static V16 load(const float* p) { return {_mm512_loadu_ps(p)}; }
-  static V16 load(const f16_t* p) {
-    return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  using V = V16;
+  static constexpr int K = 2, B = 32;
+  static void load(const float* p, V (&v)[K]) {
+    v[0] = {_mm512_loadu_ps(p)};
+    v[1] = {_mm512_loadu_ps(p + 16)};
   }
-  static V16 load(const bf16_t* p) {
-    return {bf16_widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  static void store(float* p, const V (&v)[K]) {
+    _mm512_storeu_ps(p, v[0].v);
+    _mm512_storeu_ps(p + 16, v[1].v);
   }
-  static void store(float* p, V16 v) { _mm512_storeu_ps(p, v.v); }
-  static void store(f16_t* p, V16 v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v.v, kRound));
+  static void load(const f16_t* p, V (&v)[K]) {
+    v[0] = {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+    v[1] = {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)))};
   }
-  static void store(bf16_t* p, V16 v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_narrow(v.v));
+  static void store(f16_t* p, const V (&v)[K]) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v[0].v, kRound));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16), _mm512_cvtps_ph(v[1].v, kRound));
   }
-  static V16 load_n(const float* p, int n) { return {_mm512_maskz_loadu_ps(first_n(n), p)}; }
-  static V16 load_n(const f16_t* p, int n) {
-    return {_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first_n(n), p))};
+  static void load(const bf16_t* p, V (&v)[K]) {
+    const __m512i w = _mm512_loadu_si512(p);
+    const __m512i zero = _mm512_setzero_si512();
+    v[0] = {_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, w))};
+    v[1] = {_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, w))};
   }
-  static V16 load_n(const bf16_t* p, int n) {
-    return {bf16_widen(_mm256_maskz_loadu_epi16(first_n(n), p))};
-  }
-  static void store_n(float* p, V16 v, int n) { _mm512_mask_storeu_ps(p, first_n(n), v.v); }
-  static void store_n(f16_t* p, V16 v, int n) {
-    _mm256_mask_storeu_epi16(p, first_n(n), _mm512_cvtps_ph(v.v, kRound));
-  }
-  static void store_n(bf16_t* p, V16 v, int n) {
-    _mm256_mask_storeu_epi16(p, first_n(n), bf16_narrow(v.v));
+  static void store(bf16_t* p, const V (&v)[K]) {
+    _mm512_storeu_si512(p, _mm512_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
 };
 
@@ -96,8 +91,8 @@ struct Avx512Isa {
 const KernelTable* avx512_table() {
   static const KernelTable table = {
       "avx512",
-      {forward_any<Avx512Isa, float>, forward_any<Avx512Isa, f16_t>,
-       forward_any<Avx512Isa, bf16_t>, nullptr},
+      {forward_any<Avx512Isa, float>, forward_any<Avx512Isa, f16_t>, forward_any<Avx512Isa, bf16_t>,
+       nullptr},
       {backward_any<Avx512Isa, float>, backward_any<Avx512Isa, f16_t>,
        backward_any<Avx512Isa, bf16_t>, nullptr},
   };

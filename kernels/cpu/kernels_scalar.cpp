@@ -12,26 +12,24 @@ namespace cpu {
 inline namespace scalar {
 namespace {
 
-// One lane at a time; V is float for float32 / float16 / bfloat16 and double for float64.
+// One element per block; V is float for float32 / float16 / bfloat16.
 struct ScalarIsa {
-  static constexpr int W = 1;
-  static float load(const float* p) { return *p; }
-  static float load(const f16_t* p) { return f16_to_f32(p->bits); }
-  static float load(const bf16_t* p) { return bf16_to_f32(p->bits); }
-  static double load(const double* p) { return *p; }
-  static void store(float* p, float v) { *p = v; }
-  static void store(f16_t* p, float v) { p->bits = f32_to_f16(v); }
-  static void store(bf16_t* p, float v) { p->bits = f32_to_bf16(v); }
-  static void store(double* p, double v) { *p = v; }
-  // W == 1: the loops never have a partial vector.
-  template <class T>
-  static auto load_n(const T* p, int) {
-    return load(p);
-  }
-  template <class T, class V>
-  static void store_n(T* p, V v, int) {
-    store(p, v);
-  }
+  using V = float;
+  static constexpr int K = 1, B = 1;
+  static void load(const float* p, V (&v)[K]) { v[0] = *p; }
+  static void load(const f16_t* p, V (&v)[K]) { v[0] = f16_to_f32(p->bits); }
+  static void load(const bf16_t* p, V (&v)[K]) { v[0] = bf16_to_f32(p->bits); }
+  static void store(float* p, const V (&v)[K]) { *p = v[0]; }
+  static void store(f16_t* p, const V (&v)[K]) { p->bits = f32_to_f16(v[0]); }
+  static void store(bf16_t* p, const V (&v)[K]) { p->bits = f32_to_bf16(v[0]); }
+};
+
+// float64: the same polynomial (float32 coefficients) evaluated in double.
+struct ScalarF64Isa {
+  using V = double;
+  static constexpr int K = 1, B = 1;
+  static void load(const double* p, V (&v)[K]) { v[0] = *p; }
+  static void store(double* p, const V (&v)[K]) { *p = v[0]; }
 };
 
 }  // namespace
@@ -40,10 +38,10 @@ struct ScalarIsa {
 const KernelTable& scalar_table() {
   static const KernelTable table = {
       "scalar",
-      {forward_any<ScalarIsa, float>, forward_any<ScalarIsa, f16_t>,
-       forward_any<ScalarIsa, bf16_t>, forward_any<ScalarIsa, double>},
+      {forward_any<ScalarIsa, float>, forward_any<ScalarIsa, f16_t>, forward_any<ScalarIsa, bf16_t>,
+       forward_any<ScalarF64Isa, double>},
       {backward_any<ScalarIsa, float>, backward_any<ScalarIsa, f16_t>,
-       backward_any<ScalarIsa, bf16_t>, backward_any<ScalarIsa, double>},
+       backward_any<ScalarIsa, bf16_t>, backward_any<ScalarF64Isa, double>},
   };
   return table;
 }

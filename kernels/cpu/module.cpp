@@ -5,8 +5,8 @@
 extern "C" {
 PyMODINIT_FUNC PyInit__C(void) {
   static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C",
-                                      "turbogelu operators (registered as torch.ops.turbogelu)",
-                                      -1, nullptr};
+                                      "turbogelu operators (registered as torch.ops.turbogelu)", -1,
+                                      nullptr};
   return PyModule_Create(&module);
 }
 }

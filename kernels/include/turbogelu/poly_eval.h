@@ -45,9 +45,9 @@ constexpr int kMaxCoeffs = 17;
 
 // One fitted coefficient set; the generated gelu_coeffs.h holds the shipped ones.
 struct PolyCoeffs {
-  int degree;     // P has degree + 1 coefficients
-  float clamp;    // R: the polynomial is used on |x| <= R
-  float scale;    // 2 / R^2, rounded to float32
+  int degree;   // P has degree + 1 coefficients
+  float clamp;  // R: the polynomial is used on |x| <= R
+  float scale;  // 2 / R^2, rounded to float32
   float c[kMaxCoeffs];
 };
 
@@ -95,22 +95,22 @@ TG_HD TG_INLINE V eval_poly(V z, const float* c) {
   static_assert(N >= 1 && N <= kMaxCoeffs, "unsupported degree");
   if constexpr (S == Scheme::Horner) {
     V p = tg_splat(V{}, c[N - 1]);
-TG_UNROLL
+    TG_UNROLL
     for (int k = N - 2; k >= 0; --k) p = tg_fma(p, z, tg_splat(V{}, c[k]));
     return p;
   } else {
     // Estrin: t[i] = c[2i] + c[2i+1] z, then pairs of those with z^2, z^4, ...; an odd one
     // out is carried up unchanged. approx/replay.py builds the same tree.
     V t[N];
-TG_UNROLL
+    TG_UNROLL
     for (int k = 0; k < N; ++k) t[k] = tg_splat(V{}, c[k]);
     V power = z;
     int n = N;
-TG_UNROLL
+    TG_UNROLL
     for (int level = 0; level < 5; ++level) {
       if (n <= 1) break;
       const int half = n / 2;
-TG_UNROLL
+      TG_UNROLL
       for (int i = 0; i < half; ++i) t[i] = tg_fma(t[2 * i + 1], power, t[2 * i]);
       if (n % 2) t[half] = t[n - 1];
       n = half + n % 2;
