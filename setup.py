@@ -10,6 +10,7 @@ is reserved for that switch.
 
 import glob
 import os
+import sys
 
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
@@ -32,6 +33,9 @@ CXX_FLAGS = [
     "-Wall",
     "-Wno-unknown-pragmas",
 ]
+# at::parallel_for only splits work when the extension itself is compiled with OpenMP (as
+# torch is); without it every call runs on one thread. Apple's clang has no -fopenmp.
+OPENMP = [] if sys.platform == "darwin" else ["-fopenmp"]
 
 setup(
     ext_modules=[
@@ -39,7 +43,8 @@ setup(
             "turbogelu._C",
             sources(),
             include_dirs=[os.path.join(HERE, "kernels", "include"), os.path.join(HERE, "kernels", "cpu")],
-            extra_compile_args={"cxx": CXX_FLAGS},
+            extra_compile_args={"cxx": CXX_FLAGS + OPENMP},
+            extra_link_args=OPENMP,
         )
     ],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},

@@ -157,7 +157,7 @@ bool flat(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
 // Grain of at::parallel_for: below it one thread does the whole tensor. The default is
 // measured by `python -m turbogelu bench --grain` (1 vs all threads over sizes, grain set to
 // 1 through turbogelu::_set_parallel_grain): see the note in the README.
-constexpr int64_t kDefaultGrain = 1 << 16;
+constexpr int64_t kDefaultGrain = 1 << 15;
 std::atomic<int64_t> g_grain{kDefaultGrain};
 
 int64_t set_parallel_grain(int64_t grain) {

@@ -39,6 +39,9 @@ TG_INLINE V8 tg_mul(V8 a, V8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
 TG_INLINE M8 tg_gt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
 TG_INLINE M8 tg_lt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 TG_INLINE V8 tg_select(M8 m, V8 a, V8 b) { return {_mm256_blendv_ps(b.v, a.v, m.m)}; }
+TG_INLINE V8 tg_tail_select(M8 m, V8 x, V8 other) {
+  return {_mm256_blendv_ps(other.v, _mm256_max_ps(x.v, _mm256_set1_ps(-0.0f)), m.m)};
+}
 TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
 
 // bfloat16 <-> float32 on 16 values at once, as in kernels_avx512.cpp (interleave with

@@ -38,6 +38,9 @@ TG_INLINE V16 tg_mul(V16 a, V16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
 TG_INLINE __mmask16 tg_gt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ); }
 TG_INLINE __mmask16 tg_lt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ); }
 TG_INLINE V16 tg_select(__mmask16 m, V16 a, V16 b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }
+TG_INLINE V16 tg_tail_select(__mmask16 m, V16 x, V16 other) {
+  return {_mm512_mask_max_ps(other.v, m, x.v, _mm512_set1_ps(-0.0f))};
+}
 TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
 
 // bfloat16 <-> float32 on 32 values at once. Widening interleaves zeros below each 16-bit

@@ -1,6 +1,6 @@
 """Replay of the kernels' float32 arithmetic in numpy, operation for operation.
 
-The kernels (``kernels/include/turbogelu/poly_eval.h``) evaluate, for |x| <= R::
+The kernels (``kernels/include/turbogelu/poly_eval.h``) evaluate::
 
     y = fl(x * x)
     z = fma(y, scale, -1)                  # maps [0, R^2] onto [-1, 1]
@@ -8,7 +8,8 @@ The kernels (``kernels/include/turbogelu/poly_eval.h``) evaluate, for |x| <= R::
     forward:  out = fl(x * fma(x, p, 1/2)) # = x/2 + x^2 p, and -0.0 stays -0.0
     backward: out = fl(g * fma(x, p, 1/2)) # = 1/2 + x q
 
-and outside the window ``x`` / ``-0.0`` (forward) and ``g * 1`` / ``g * 0`` (backward).
+inside the window ``y <= fl(R * R)``, and outside it ``x`` / ``-0.0`` (forward) and
+``g * 1`` / ``g * 0`` (backward).
 This module reproduces that sequence bit for bit, with a correctly rounded float32 FMA, so
 the measured error of a spec is the error the kernel has (a test compares them bitwise).
 """
@@ -71,28 +72,29 @@ def poly32(z, coeffs, scheme: str = "horner") -> np.ndarray:
 
 
 def _inner(x, spec_part: dict, scheme: str):
+    """x, the outside-window mask (fl(x*x) > fl(R*R), as the kernels decide it), 1/2 + x P(z)."""
     x = np.asarray(x, F32)
+    r = F32(spec_part["clamp"])
     with np.errstate(over="ignore", invalid="ignore"):
         y = (x * x).astype(F32)
         z = fma32(y, F32(spec_part["scale"]), F32(-1.0))
         p = poly32(z, spec_part["coefficients"], scheme)
-        return x, fma32(x, p, F32(0.5))
+        return x, y > F32(r * r), fma32(x, p, F32(0.5))
 
 
 def forward32(x, spec_part: dict, scheme: str = "horner") -> np.ndarray:
-    """Kernel forward in float32: 0.5x + x^2 P(z) inside [-R, R], x / -0.0 outside."""
-    x, h = _inner(x, spec_part, scheme)
-    r = F32(spec_part["clamp"])
+    """Kernel forward in float32: 0.5x + x^2 P(z) inside the window, x / -0.0 outside."""
+    x, outside, h = _inner(x, spec_part, scheme)
     with np.errstate(over="ignore", invalid="ignore"):
         out = (x * h).astype(F32)
-    return np.where(x > r, x, np.where(x < -r, F32(-0.0), out)).astype(F32)
+    tail = np.where(x > 0, x, F32(-0.0))
+    return np.where(outside, tail, out).astype(F32)
 
 
 def backward32(x, spec_part: dict, grad=None, scheme: str = "horner") -> np.ndarray:
     """Kernel backward in float32: grad * (0.5 + x Q(z)) inside, grad * (1 | 0) outside."""
-    x, d = _inner(x, spec_part, scheme)
-    r = F32(spec_part["clamp"])
-    d = np.where(x > r, F32(1.0), np.where(x < -r, F32(0.0), d)).astype(F32)
+    x, outside, d = _inner(x, spec_part, scheme)
+    d = np.where(outside, np.where(x > 0, F32(1.0), F32(0.0)), d).astype(F32)
     g = np.ones_like(x) if grad is None else np.asarray(grad, F32)
     with np.errstate(over="ignore", invalid="ignore"):
         return (g * d).astype(F32)
@@ -106,12 +108,13 @@ def forward64(x, spec_part: dict) -> np.ndarray:
     p = np.polynomial.polynomial.polyval(z, [float(F32(c)) for c in spec_part["coefficients"]])
     r = float(F32(spec_part["clamp"]))
     out = x * (0.5 + x * p)
-    return np.where(x > r, x, np.where(x < -r, -0.0, out))
+    return np.where(y > r * r, np.where(x > 0, x, -0.0), out)
 
 
 def backward64(x, spec_part: dict) -> np.ndarray:
     x = np.asarray(x, np.float64)
-    z = x * x * float(F32(spec_part["scale"])) - 1.0
+    y = x * x
+    z = y * float(F32(spec_part["scale"])) - 1.0
     p = np.polynomial.polynomial.polyval(z, [float(F32(c)) for c in spec_part["coefficients"]])
     r = float(F32(spec_part["clamp"]))
-    return np.where(x > r, 1.0, np.where(x < -r, 0.0, 0.5 + x * p))
+    return np.where(y > r * r, np.where(x > 0, 1.0, 0.0), 0.5 + x * p)

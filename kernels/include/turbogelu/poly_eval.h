@@ -88,6 +88,12 @@ template <class V>
 TG_HD TG_INLINE V tg_select(bool m, V a, V b) {
   return m ? a : b;
 }
+// m ? max(x, -0.0) : other, where max(x, -0.0) is x for x > 0 and -0.0 for x < 0
+// (one masked max on AVX-512). Only used where x is not NaN.
+template <class V>
+TG_HD TG_INLINE V tg_tail_select(bool m, V x, V other) {
+  return m ? (x > V(0) ? x : V(-0.0)) : other;
+}
 
 // P(z) = sum_k c[k] z^k, N = degree + 1 coefficients.
 template <int N, Scheme S, class V>
@@ -120,30 +126,42 @@ TG_HD TG_INLINE V eval_poly(V z, const float* c) {
   }
 }
 
-// 1/2 + x P(z): the bracket shared by forward (times x) and backward (times grad).
+// The window |x| <= R is decided on y = fl(x*x) <= fl(R*R): y is computed anyway, one
+// comparison covers both signs, and NaN compares false (so it stays in the polynomial and
+// stays NaN). approx/replay.py decides it the same way.
+template <class V>
+struct Bracket {
+  V y;      // x*x
+  V inner;  // 1/2 + x P(z)
+};
+
 template <int N, Scheme S, class V>
-TG_HD TG_INLINE V gelu_bracket(V x, const PolyCoeffs& k) {
+TG_HD TG_INLINE Bracket<V> gelu_bracket(V x, const PolyCoeffs& k) {
   const V y = tg_mul(x, x);
   const V z = tg_fma(y, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
   const V p = eval_poly<N, S>(z, k.c);
-  return tg_fma(x, p, tg_splat(V{}, 0.5f));
+  return {y, tg_fma(x, p, tg_splat(V{}, 0.5f))};
 }
 
+template <class V>
+TG_HD TG_INLINE V clamp_sq(V, const PolyCoeffs& k) {
+  const V r = tg_splat(V{}, k.clamp);
+  return tg_mul(r, r);  // hoisted out of the loops by the compiler
+}
+
+// Forward: x * (1/2 + x P(z)) inside; outside, max(x, -0.0) = x for x > R, -0.0 for x < -R.
 template <int N, Scheme S, class V>
 TG_HD TG_INLINE V gelu_forward(V x, const PolyCoeffs& k) {
-  const V inside = tg_mul(x, gelu_bracket<N, S>(x, k));
-  const V r = tg_splat(V{}, k.clamp);
-  const V neg_r = tg_splat(V{}, -k.clamp);
-  return tg_select(tg_gt(x, r), x, tg_select(tg_lt(x, neg_r), tg_splat(V{}, -0.0f), inside));
+  const Bracket<V> b = gelu_bracket<N, S>(x, k);
+  return tg_tail_select(tg_gt(b.y, clamp_sq(x, k)), x, tg_mul(x, b.inner));
 }
 
+// Backward: grad * (1/2 + x Q(z)) inside; grad * 1 for x > R, grad * 0 for x < -R.
 template <int N, Scheme S, class V>
 TG_HD TG_INLINE V gelu_backward(V grad, V x, const PolyCoeffs& k) {
-  const V inside = gelu_bracket<N, S>(x, k);
-  const V r = tg_splat(V{}, k.clamp);
-  const V neg_r = tg_splat(V{}, -k.clamp);
-  const V d = tg_select(tg_gt(x, r), tg_splat(V{}, 1.0f),
-                        tg_select(tg_lt(x, neg_r), tg_splat(V{}, 0.0f), inside));
+  const Bracket<V> b = gelu_bracket<N, S>(x, k);
+  const V step = tg_select(tg_gt(x, tg_splat(V{}, 0.0f)), tg_splat(V{}, 1.0f), tg_splat(V{}, 0.0f));
+  const V d = tg_select(tg_gt(b.y, clamp_sq(x, k)), step, b.inner);
   // Always multiply (never select a zero): a NaN gradient stays NaN in the clamped tail.
   return tg_mul(grad, d);
 }
