@@ -19,7 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources():
-    return sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "kernels/cpu/*.cpp")))
+    return sorted(
+        os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "kernels/cpu/*.cpp"))
+    )
 
 
 CXX_FLAGS = [
@@ -42,7 +44,10 @@ setup(
         CppExtension(
             "turbogelu._C",
             sources(),
-            include_dirs=[os.path.join(HERE, "kernels", "include"), os.path.join(HERE, "kernels", "cpu")],
+            include_dirs=[
+                os.path.join(HERE, "kernels", "include"),
+                os.path.join(HERE, "kernels", "cpu"),
+            ],
             extra_compile_args={"cxx": CXX_FLAGS + OPENMP},
             extra_link_args=OPENMP,
         )

@@ -64,7 +64,11 @@ def main(argv=None) -> int:
     f.add_argument("--points", type=int, default=20000, help="sample points on [0, R]")
     f.add_argument("--degree", type=int, default=8, help="degree of P in y = x^2")
     f.add_argument("--gelu-mode", choices=("exact", "none", "tanh"), default="exact")
-    f.add_argument("--out", default=None, help="output path (default data/specs/gelu_<mode>.json; - for stdout)")
+    f.add_argument(
+        "--out",
+        default=None,
+        help="output path (default data/specs/gelu_<mode>.json; - for stdout)",
+    )
     f.set_defaults(func=_cmd_fit)
 
     c = sub.add_parser("codegen", help="generate kernels/include/turbogelu/gelu_coeffs.h")

@@ -27,7 +27,8 @@ def _part(mode: str, name: str, part: dict) -> list[str]:
     return [
         f"// {name}: {part['method']}, degree {part['degree']}; float32 replay: max |err| "
         f"{e['max_abs_float32']:.3e} (at x = {e['argmax_float32']:.6g}), mean |err| on the grid "
-        f"{e['mean_abs_float32_grid']:.3e}; float64 evaluation: max |err| {e['max_abs_float64']:.3e}",
+        f"{e['mean_abs_float32_grid']:.3e}; float64 evaluation: max |err| "
+        f"{e['max_abs_float64']:.3e}",
         f"inline constexpr PolyCoeffs gelu_{mode}_{PART_NAMES[name]} = {{",
         f"    {part['degree']}, {_lit(part['clamp'])}, {_lit(part['scale'])},",
         f"    {{{coeffs}}}}};",
@@ -54,7 +55,7 @@ def render(specs: dict[str, dict]) -> str:
     ]
     for mode in MODES:
         s = specs[mode]
-        lines += ["", f"// approximate=\"{mode}\": {s['generated_by']}"]
+        lines += ["", f'// approximate="{mode}": {s["generated_by"]}']
         for name in specmod.PARTS:
             lines += _part(mode, name, s[name])
         default = "true" if s["default_backward"] == "direct" else "false"
@@ -69,9 +70,11 @@ def render(specs: dict[str, dict]) -> str:
 def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
     out = {}
     for mode in MODES:
-        path = specmod.spec_path(mode) if spec_dir is None else Path(spec_dir) / specmod.spec_path(
-            mode
-        ).name
+        path = (
+            specmod.spec_path(mode)
+            if spec_dir is None
+            else Path(spec_dir) / specmod.spec_path(mode).name
+        )
         out[mode] = specmod.load(path)
     return out
 

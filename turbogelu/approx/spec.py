@@ -166,7 +166,9 @@ def load(path: str | Path) -> dict:
     """Read and validate a spec file; a missing or malformed file raises a clear error."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"spec file not found: {path} (make it with `python -m turbogelu fit`)")
+        raise FileNotFoundError(
+            f"spec file not found: {path} (make it with `python -m turbogelu fit`)"
+        )
     try:
         spec = json.loads(path.read_text())
     except json.JSONDecodeError as e:
