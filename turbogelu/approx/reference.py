@@ -31,11 +31,41 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+# 1/sqrt(2) as a float64 pair (hi + lo), for the compensated argument of erfc below.
+_INV_SQRT2_LO = float(mpmath.mpf(1) / mpmath.sqrt(2) - mpmath.mpf(_INV_SQRT2))
+
+
+def _erfc_of_minus_x_over_sqrt2(x: np.ndarray) -> np.ndarray:
+    """erfc(-x/sqrt(2)) without the error of rounding the argument.
+
+    Rounding t = -x/sqrt(2) to float64 costs a relative error of about 2 t^2 eps in erfc
+    (1e-13 at x = -30). t is split into hi + lo exactly (Dekker's product) and erfc(hi + lo)
+    is taken as erfc(hi) - lo * 2/sqrt(pi) * exp(-hi^2), first order in the tiny lo.
+    """
+    hi = -x * _INV_SQRT2
+    # Dekker/Veltkamp exact product error of x * _INV_SQRT2 (no fma in numpy).
+    split = 134217729.0  # 2^27 + 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        xa = x * split
+        xh = xa - (xa - x)
+        xl = x - xh
+        ca = _INV_SQRT2 * split
+        ch = ca - (ca - _INV_SQRT2)
+        cl = _INV_SQRT2 - ch
+        err = ((xh * ch - x * _INV_SQRT2) + xh * cl + xl * ch) + xl * cl
+        lo = -(err + x * _INV_SQRT2_LO)
+        corr = lo * (2.0 / math.sqrt(math.pi)) * np.exp(-hi * hi)
+        out = erfc(hi) - np.where(np.isfinite(corr), corr, 0.0)
+    return out
+
+
 def gelu(x, mode: str = "none") -> np.ndarray:
     """GELU in float64."""
     x = np.asarray(x, dtype=np.float64)
     if check_mode(mode) == "none":
-        return 0.5 * x * erfc(-x * _INV_SQRT2)
+        with np.errstate(invalid="ignore"):
+            out = 0.5 * x * _erfc_of_minus_x_over_sqrt2(x)
+        return np.where(np.isinf(x), np.where(x > 0, x, -0.0), out)
     # 1 + tanh(u) = 2 * logistic(2u): no cancellation for u << 0.
     u = TANH_K * (x + TANH_C * x**3)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -48,7 +78,7 @@ def gelu_grad(x, mode: str = "none") -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         if check_mode(mode) == "none":
-            out = 0.5 * erfc(-x * _INV_SQRT2) + x * np.exp(-0.5 * x * x) * _INV_SQRT2PI
+            out = 0.5 * _erfc_of_minus_x_over_sqrt2(x) + x * np.exp(-0.5 * x * x) * _INV_SQRT2PI
         else:
             u = TANH_K * (x + TANH_C * x**3)
             s = expit(2.0 * u)

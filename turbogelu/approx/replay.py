@@ -26,8 +26,8 @@ def fma32(a, b, c) -> np.ndarray:
 
     ``a*b`` is exact in float64 (24 + 24 significant bits < 53). The float64 sum ``s`` of
     that product and ``c`` can be off by half a float64 ulp, which only matters when ``s``
-    lands exactly on a midpoint between two float32 values: then the sign of the exact
-    remainder (TwoSum) decides which way to round.
+    lands exactly on a midpoint between two float32 values (normal or subnormal): then the
+    sign of the exact remainder ``e`` (TwoSum) decides which way to round.
     """
     a = np.asarray(a, F32).astype(np.float64)
     b = np.asarray(b, F32).astype(np.float64)
@@ -38,13 +38,16 @@ def fma32(a, b, c) -> np.ndarray:
         # TwoSum: e is exactly (p + c) - s when everything is finite.
         bb = s - p
         e = (p - (s - bb)) + (c - bb)
-        bits = s.view(np.int64)
-        # float64 -> float32 drops 29 mantissa bits; a midpoint has them equal to 1 << 28.
-        midpoint = ((bits & ((1 << 29) - 1)) == (1 << 28)) & np.isfinite(s) & (e != 0)
-        if np.any(midpoint):
-            toward = np.where(e > 0, np.inf, -np.inf)
-            s = np.where(midpoint, np.nextafter(s, toward), s)
-        return s.astype(F32)
+        r = s.astype(F32)
+        r64 = r.astype(np.float64)
+        # The float32 neighbour of r on the side of s, and the midpoint between them (exact
+        # in float64, subnormals included).
+        other = np.nextafter(r, np.where(s > r64, F32(np.inf), F32(-np.inf)).astype(F32))
+        mid = (r64 + other.astype(np.float64)) * 0.5
+        tie = (s == mid) & (s != r64) & (e != 0) & np.isfinite(s) & np.isfinite(other)
+        # The exact value lies beyond the midpoint on the side of e.
+        pick_other = tie & ((e > 0) == (other.astype(np.float64) > r64))
+        return np.where(pick_other, other, r).astype(F32)
 
 
 def poly32(z, coeffs, scheme: str = "horner") -> np.ndarray:

@@ -107,7 +107,8 @@ def bfloat16_bits(values) -> np.ndarray:
 def bfloat16_from_bits(bits) -> np.ndarray:
     """float64 values of bfloat16 bit patterns."""
     b = np.asarray(bits).astype(np.uint16).astype(np.uint32) << np.uint32(16)
-    return b.view(F32).astype(F64)
+    with np.errstate(invalid="ignore"):  # signalling NaN patterns
+        return b.view(F32).astype(F64)
 
 
 def round_to(values, fmt: str | Format) -> np.ndarray:
@@ -177,10 +178,11 @@ def from_bits(bits, fmt: str | Format) -> np.ndarray:
     """float64 values of bit patterns of ``fmt``."""
     f = get_format(fmt)
     b = np.asarray(bits, np.int64)
-    if f.name == "float32":
-        return b.astype(np.uint32).view(F32).astype(F64)
-    if f.name == "float16":
-        return b.astype(np.uint16).view(np.float16).astype(F64)
+    with np.errstate(invalid="ignore"):  # signalling NaN patterns
+        if f.name == "float32":
+            return b.astype(np.uint32).view(F32).astype(F64)
+        if f.name == "float16":
+            return b.astype(np.uint16).view(np.float16).astype(F64)
     return bfloat16_from_bits(b)
 
 
