@@ -201,17 +201,27 @@ void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
 
 // ---------------------------------------------------------------- forward ops
 
-// `x` made flat (a dense input keeps its layout, e.g. channels_last or a transpose).
-at::Tensor flat_input(const at::Tensor& x) { return flat(x) ? x : x.contiguous(); }
+// The kernels run over flat memory: the input(s) and the output must share one dense layout.
+// That layout is at::empty_like(x)'s (x's own strides when x is dense, e.g. channels_last or
+// a transpose; otherwise contiguous in x's suggested memory format), which is also what the
+// fake kernels in ops.py return, so eager and traced results agree on strides.
+at::Tensor in_layout_of(const at::Tensor& src, const at::Tensor& like) {
+  if (flat(src) && src.strides() == like.strides()) return src;
+  return at::empty_like(like).copy_(src);
+}
+
+// Where an out= result is computed: `out` itself when it is dense, else a temporary.
+at::Tensor result_buffer(const at::Tensor& out, const at::Tensor& x) {
+  return flat(out) ? out : at::empty_like(x);
+}
 
 at::Tensor gelu_cpu(const at::Tensor& x, c10::string_view approximate, c10::string_view backward) {
   check_cpu(x, "gelu", "x");
   dtype_index(x, "gelu");
   const PolyCoeffs& k = forward_coeffs(approximate);
   backward_coeffs(approximate, backward);  // validate it here too, not only at backward time
-  const at::Tensor xx = flat_input(x);
-  at::Tensor out = at::empty_like(xx);  // same strides as a flat input
-  launch_forward(xx, out, k);
+  at::Tensor out = at::empty_like(x);
+  launch_forward(in_layout_of(x, out), out, k);
   return out;
 }
 
@@ -225,14 +235,11 @@ at::Tensor& gelu_out_cpu(const at::Tensor& x, c10::string_view approximate, at::
   at::native::resize_output(out, x.sizes());
   at::assert_no_internal_overlap(out);
   at::assert_no_partial_overlap(out, x);
-  const at::Tensor xx = flat_input(x);
-  if (flat(out) && out.strides() == xx.strides()) {
-    launch_forward(xx, out, k);  // also right when out is x itself: element i reads then writes i
-  } else {
-    at::Tensor tmp = at::empty_like(xx);
-    launch_forward(xx, tmp, k);
-    out.copy_(tmp);
-  }
+  // When out is x itself (gelu_), both are the same flat buffer and each element is read
+  // before it is written.
+  at::Tensor target = result_buffer(out, x);
+  launch_forward(in_layout_of(x, target), target, k);
+  if (!target.is_same(out)) out.copy_(target);
   return out;
 }
 
@@ -253,19 +260,12 @@ void check_backward_args(const at::Tensor& grad, const at::Tensor& x) {
               " but x has shape ", x.sizes());
 }
 
-// grad and x in one common flat layout.
-std::pair<at::Tensor, at::Tensor> flat_pair(const at::Tensor& grad, const at::Tensor& x) {
-  if (flat(x) && flat(grad) && x.strides() == grad.strides()) return {grad, x};
-  return {grad.contiguous(), x.contiguous()};
-}
-
 at::Tensor gelu_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
                              c10::string_view approximate, c10::string_view backward) {
   check_backward_args(grad, x);
   const PolyCoeffs& k = backward_coeffs(approximate, backward);
-  auto [gg, xx] = flat_pair(grad, x);
-  at::Tensor out = at::empty_like(xx);
-  launch_backward(gg, xx, out, k);
+  at::Tensor out = at::empty_like(x);
+  launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
   return out;
 }
 
@@ -281,14 +281,9 @@ at::Tensor& gelu_backward_out_cpu(const at::Tensor& grad, const at::Tensor& x,
   at::assert_no_internal_overlap(out);
   at::assert_no_partial_overlap(out, x);
   at::assert_no_partial_overlap(out, grad);
-  auto [gg, xx] = flat_pair(grad, x);
-  if (flat(out) && out.strides() == xx.strides()) {
-    launch_backward(gg, xx, out, k);
-  } else {
-    at::Tensor tmp = at::empty_like(xx);
-    launch_backward(gg, xx, tmp, k);
-    out.copy_(tmp);
-  }
+  at::Tensor target = result_buffer(out, x);
+  launch_backward(in_layout_of(grad, target), in_layout_of(x, target), target, k);
+  if (!target.is_same(out)) out.copy_(target);
   return out;
 }
 
