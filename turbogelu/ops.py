@@ -4,10 +4,13 @@ Importing this module imports torch and loads the compiled extension ``turbogelu
 ``TORCH_LIBRARY(turbogelu, m)`` defines the ops (kernels/cpu/gelu_ops.cpp):
 
     gelu(Tensor x, str approximate="none", *, str backward="default") -> Tensor
-    gelu.out(Tensor x, str approximate="none", *, Tensor(a!) out) -> Tensor(a!)
-    gelu_(Tensor(a!) x, str approximate="none") -> Tensor(a!)
+    gelu.out(Tensor x, str approximate="none", *, Tensor(a!) out) -> ()
+    gelu_(Tensor(a!) x, str approximate="none") -> ()
     gelu_backward(Tensor grad, Tensor x, str approximate="none", str backward="default")
-    gelu_backward.out(..., *, Tensor(a!) out) -> Tensor(a!)
+    gelu_backward.out(..., *, Tensor(a!) out) -> ()
+
+The mutating forms return nothing (PyTorch can functionalize a custom op for torch.compile
+only if it does not also return what it mutates); the Python wrappers below return it.
 
 ``backward`` selects the derivative's coefficients: "direct" (a fit of GELU', the default
 because it is the more accurate) or "matched" (the exact derivative of the forward
@@ -59,18 +62,29 @@ def _gelu_fake(x, approximate="none", *, backward="default"):
     return torch.empty_like(x)
 
 
+def _check_out_fake(x, out, op: str) -> None:
+    # As the CPU kernel: out must have x's dtype and shape (a custom op that resized a mutated
+    # argument could not be functionalized, so out= is never resized).
+    if out.dtype != x.dtype:
+        raise TypeError(f"turbogelu.{op}: out has dtype {out.dtype} but x has dtype {x.dtype}")
+    if out.shape != x.shape:
+        raise RuntimeError(
+            f"turbogelu.{op}: out has shape {list(out.shape)} but x has shape {list(x.shape)} "
+            "(out= tensors are not resized)"
+        )
+
+
 @torch.library.register_fake("turbogelu::gelu.out")
 def _gelu_out_fake(x, approximate="none", *, out):
     _check_args(approximate)
     _check_dtype(x, "gelu")
-    return out
+    _check_out_fake(x, out, "gelu")
 
 
 @torch.library.register_fake("turbogelu::gelu_")
 def _gelu_inplace_fake(x, approximate="none"):
     _check_args(approximate)
     _check_dtype(x, "gelu_")
-    return x
 
 
 def _check_backward_fake(grad, x):
@@ -97,7 +111,7 @@ def _gelu_backward_fake(grad, x, approximate="none", backward="default"):
 def _gelu_backward_out_fake(grad, x, approximate="none", backward="default", *, out):
     _check_args(approximate, backward)
     _check_backward_fake(grad, x)
-    return out
+    _check_out_fake(x, out, "gelu_backward")
 
 
 # ---------------------------------------------------------------- autograd
@@ -112,7 +126,7 @@ def _setup_context(ctx, inputs, keyword_only_inputs, output):
 
 def _backward(ctx, grad):
     (x,) = ctx.saved_tensors
-    return _ops.gelu_backward(grad.contiguous(), x, ctx.approximate, ctx.backward), None
+    return _ops.gelu_backward(grad, x, ctx.approximate, ctx.backward), None
 
 
 torch.library.register_autograd("turbogelu::gelu", _backward, setup_context=_setup_context)
@@ -155,7 +169,8 @@ def gelu(x: torch.Tensor, approximate: str = "none", *, backward: str = "default
 def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """In-place polynomial GELU (no autograd: refuses a tensor that requires grad)."""
     _check_tensor(x, "gelu_")
-    return _ops.gelu_(x, approximate)
+    _ops.gelu_(x, approximate)
+    return x
 
 
 def gelu_op(x: torch.Tensor, approximate: str = "none", *, out: torch.Tensor | None = None):
@@ -163,7 +178,8 @@ def gelu_op(x: torch.Tensor, approximate: str = "none", *, out: torch.Tensor | N
     _check_tensor(x, "gelu_op")
     if out is None:
         return _ops.gelu(x, approximate)
-    return _ops.gelu.out(x, approximate, out=out)
+    _ops.gelu.out(x, approximate, out=out)
+    return out
 
 
 def gelu_backward_op(
@@ -179,7 +195,8 @@ def gelu_backward_op(
     _check_tensor(x, "gelu_backward_op")
     if out is None:
         return _ops.gelu_backward(grad, x, approximate, backward)
-    return _ops.gelu_backward.out(grad, x, approximate, backward, out=out)
+    _ops.gelu_backward.out(grad, x, approximate, backward, out=out)
+    return out
 
 
 def cpu_isa() -> str:

@@ -5,7 +5,6 @@
 //   (kernels/include/turbogelu/poly_eval.h; coefficients in gelu_coeffs.h, generated).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <ATen/native/Resize.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/library.h>
@@ -210,6 +209,14 @@ at::Tensor in_layout_of(const at::Tensor& src, const at::Tensor& like) {
   return at::empty_like(like).copy_(src);
 }
 
+// out= must already have x's shape. ATen's out= ops resize an empty out, but a custom op
+// that resizes a mutated argument cannot be functionalized (torch.compile), so here it is an
+// error in eager and traced code alike.
+void check_out_shape(const at::Tensor& out, const at::Tensor& x, const char* op) {
+  TORCH_CHECK(out.sizes() == x.sizes(), "turbogelu.", op, ": out has shape ", out.sizes(),
+              " but x has shape ", x.sizes(), " (out= tensors are not resized)");
+}
+
 // Where an out= result is computed: `out` itself when it is dense, else a temporary.
 at::Tensor result_buffer(const at::Tensor& out, const at::Tensor& x) {
   return flat(out) ? out : at::empty_like(x);
@@ -225,14 +232,14 @@ at::Tensor gelu_cpu(const at::Tensor& x, c10::string_view approximate, c10::stri
   return out;
 }
 
-at::Tensor& gelu_out_cpu(const at::Tensor& x, c10::string_view approximate, at::Tensor& out) {
+void gelu_out_cpu(const at::Tensor& x, c10::string_view approximate, const at::Tensor& out) {
   check_cpu(x, "gelu", "x");
   check_cpu(out, "gelu", "out");
   dtype_index(x, "gelu");
   TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu: out has dtype ",
                    out.scalar_type(), " but x has dtype ", x.scalar_type());
   const PolyCoeffs& k = forward_coeffs(approximate);
-  at::native::resize_output(out, x.sizes());
+  check_out_shape(out, x, "gelu");
   at::assert_no_internal_overlap(out);
   at::assert_no_partial_overlap(out, x);
   // When out is x itself (gelu_), both are the same flat buffer and each element is read
@@ -240,11 +247,10 @@ at::Tensor& gelu_out_cpu(const at::Tensor& x, c10::string_view approximate, at::
   at::Tensor target = result_buffer(out, x);
   launch_forward(in_layout_of(x, target), target, k);
   if (!target.is_same(out)) out.copy_(target);
-  return out;
 }
 
-at::Tensor& gelu_inplace_cpu(at::Tensor& x, c10::string_view approximate) {
-  return gelu_out_cpu(x, approximate, x);
+void gelu_inplace_cpu(const at::Tensor& x, c10::string_view approximate) {
+  gelu_out_cpu(x, approximate, x);
 }
 
 // ---------------------------------------------------------------- backward ops
@@ -269,22 +275,21 @@ at::Tensor gelu_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
   return out;
 }
 
-at::Tensor& gelu_backward_out_cpu(const at::Tensor& grad, const at::Tensor& x,
-                                  c10::string_view approximate, c10::string_view backward,
-                                  at::Tensor& out) {
+void gelu_backward_out_cpu(const at::Tensor& grad, const at::Tensor& x,
+                           c10::string_view approximate, c10::string_view backward,
+                           const at::Tensor& out) {
   check_backward_args(grad, x);
   check_cpu(out, "gelu_backward", "out");
   TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu_backward: out has dtype ",
                    out.scalar_type(), " but x has dtype ", x.scalar_type());
   const PolyCoeffs& k = backward_coeffs(approximate, backward);
-  at::native::resize_output(out, x.sizes());
+  check_out_shape(out, x, "gelu_backward");
   at::assert_no_internal_overlap(out);
   at::assert_no_partial_overlap(out, x);
   at::assert_no_partial_overlap(out, grad);
   at::Tensor target = result_buffer(out, x);
   launch_backward(in_layout_of(grad, target), in_layout_of(x, target), target, k);
   if (!target.is_same(out)) out.copy_(target);
-  return out;
 }
 
 // ---------------------------------------------------------------- autograd guards
@@ -300,46 +305,43 @@ void refuse_grad(const char* op, std::initializer_list<const at::Tensor*> ts) {
                 "grad); use turbogelu.gelu, or run under torch.no_grad()");
 }
 
-at::Tensor& gelu_inplace_autograd(at::Tensor& x, c10::string_view approximate) {
+void gelu_inplace_autograd(const at::Tensor& x, c10::string_view approximate) {
   refuse_grad("gelu_", {&x});
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("turbogelu::gelu_", "")
-                         .typed<at::Tensor&(at::Tensor&, c10::string_view)>();
+                         .typed<void(const at::Tensor&, c10::string_view)>();
     op.call(x, approximate);
   }
   torch::autograd::impl::bump_version(x);
-  return x;
 }
 
-at::Tensor& gelu_out_autograd(const at::Tensor& x, c10::string_view approximate, at::Tensor& out) {
+void gelu_out_autograd(const at::Tensor& x, c10::string_view approximate, const at::Tensor& out) {
   refuse_grad("gelu(out=)", {&x, &out});
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("turbogelu::gelu", "out")
-                         .typed<at::Tensor&(const at::Tensor&, c10::string_view, at::Tensor&)>();
+                         .typed<void(const at::Tensor&, c10::string_view, const at::Tensor&)>();
     op.call(x, approximate, out);
   }
   torch::autograd::impl::bump_version(out);
-  return out;
 }
 
-at::Tensor& gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
-                                       c10::string_view approximate, c10::string_view backward,
-                                       at::Tensor& out) {
+void gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
+                                c10::string_view approximate, c10::string_view backward,
+                                const at::Tensor& out) {
   refuse_grad("gelu_backward(out=)", {&grad, &x, &out});
   {
     at::AutoDispatchBelowADInplaceOrView guard;
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("turbogelu::gelu_backward", "out")
-                         .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, c10::string_view,
-                                            c10::string_view, at::Tensor&)>();
+                         .typed<void(const at::Tensor&, const at::Tensor&, c10::string_view,
+                                     c10::string_view, const at::Tensor&)>();
     op.call(grad, x, approximate, backward, out);
   }
   torch::autograd::impl::bump_version(out);
-  return out;
 }
 
 }  // namespace
@@ -349,14 +351,16 @@ TORCH_LIBRARY(turbogelu, m) {
   // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative
   // of the forward polynomial). The forward result does not depend on it.
   m.def("gelu(Tensor x, str approximate=\"none\", *, str backward=\"default\") -> Tensor");
-  m.def("gelu.out(Tensor x, str approximate=\"none\", *, Tensor(a!) out) -> Tensor(a!)");
-  m.def("gelu_(Tensor(a!) x, str approximate=\"none\") -> Tensor(a!)");
+  // The mutating forms return nothing: PyTorch functionalizes (torch.compile) custom ops only
+  // when a mutated argument is not also returned. The Python wrappers return it.
+  m.def("gelu.out(Tensor x, str approximate=\"none\", *, Tensor(a!) out) -> ()");
+  m.def("gelu_(Tensor(a!) x, str approximate=\"none\") -> ()");
   m.def(
       "gelu_backward(Tensor grad, Tensor x, str approximate=\"none\", "
       "str backward=\"default\") -> Tensor");
   m.def(
       "gelu_backward.out(Tensor grad, Tensor x, str approximate=\"none\", "
-      "str backward=\"default\", *, Tensor(a!) out) -> Tensor(a!)");
+      "str backward=\"default\", *, Tensor(a!) out) -> ()");
   // Introspection and test hooks for the CPU instruction-set dispatch.
   m.def("_cpu_isa() -> str", &cpu_isa);
   m.def("_cpu_isas() -> str[]", &cpu_isas);

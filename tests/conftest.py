@@ -1,0 +1,109 @@
+"""Shared fixtures and helpers for the turbogelu tests.
+
+* ``isa``: every CPU instruction set this machine can run, switched with ``use_cpu_isa``;
+* ``dtype`` / ``approximate``: the supported dtypes and GELU forms;
+* ``load_spec`` / ``clamp_radius``: the fitted specs in data/specs and their window R;
+* ``assert_same_bits``: bitwise equality that treats any NaN as equal to any NaN;
+* ``subprocess_env``: an environment for child interpreters (no inherited ISA override).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+try:  # the compiled extension; the pure-Python tests must not depend on it
+    from turbogelu import ops as tg_ops
+except ImportError:  # not built: tests that need it fail at their own import
+    tg_ops = None
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_DIR = ROOT / "data" / "specs"
+SPEC_FILES = {"none": "gelu_exact.json", "tanh": "gelu_tanh.json"}
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+HALF_DTYPES = [torch.float16, torch.bfloat16]
+APPROXIMATES = ["none", "tanh"]
+BACKWARDS = ["default", "direct", "matched"]
+ISAS = tg_ops.cpu_isas_available() if tg_ops is not None else []
+
+# Integer views of each dtype's bits, for bitwise comparisons.
+BITS_DTYPE = {
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+}
+
+
+@functools.cache
+def load_spec(approximate: str) -> dict:
+    """The fitted spec (data/specs/*.json) behind the kernels of one GELU form."""
+    return json.loads((SPEC_DIR / SPEC_FILES[approximate]).read_text())
+
+
+def clamp_radius(approximate: str) -> float:
+    """R: the polynomial is used on |x| <= R, x / -0.0 outside (a float32 value)."""
+    return float.fromhex(load_spec(approximate)["forward"]["clamp"])
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw bit patterns of a floating tensor (as a contiguous integer tensor)."""
+    return t.detach().contiguous().view(BITS_DTYPE[t.dtype])
+
+
+def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, msg: str = "") -> None:
+    """Equal dtype, shape, NaN positions and bit patterns of every non-NaN element (so
+    -0.0 differs from +0.0); NaN payloads are not compared."""
+    assert actual.dtype == expected.dtype, msg
+    assert actual.shape == expected.shape, msg
+    nan_a, nan_e = torch.isnan(actual), torch.isnan(expected)
+    assert torch.equal(nan_a, nan_e), f"NaN positions differ {msg}"
+    keep = ~nan_a
+    ba, be = bits(actual)[keep], bits(expected)[keep]
+    if not torch.equal(ba, be):
+        bad = (ba != be).nonzero().flatten()[:8]
+        got, want = actual.detach()[keep][bad].tolist(), expected.detach()[keep][bad].tolist()
+        raise AssertionError(
+            f"bits differ at {bad.numel()}+ elements {msg}: actual {got} expected {want}"
+        )
+
+
+def subprocess_env(**overrides: str) -> dict:
+    """os.environ without TURBOGELU_CPU_ISA, plus ``overrides``."""
+    env = {k: v for k, v in os.environ.items() if k != "TURBOGELU_CPU_ISA"}
+    env.update(overrides)
+    return env
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    """Run the test under each instruction set the CPU offers (restored afterwards)."""
+    with tg_ops.use_cpu_isa(request.param):
+        assert tg_ops.cpu_isa() == request.param
+        yield request.param
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+def dtype(request):
+    return request.param
+
+
+@pytest.fixture(params=APPROXIMATES)
+def approximate(request):
+    return request.param
+
+
+@pytest.fixture
+def dynamo_reset():
+    """torch._dynamo.reset() (and cleared dynamo counters) before and after a compile test."""
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    yield
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
