@@ -110,7 +110,7 @@ def test_cli_quick_exits_0(tmp_path):
     assert "| forward | float32 | turbogelu |" in r.stdout
     assert "| backward | bfloat16 | mul |" in r.stdout
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(records) == 2 * 3 * 5
+    assert len(records) == 2 * 3 * 6  # directions x dtypes x methods
     assert all(_positive_finite(rec["median_us"]) and rec["size"] == SIZE for rec in records)
 
 

@@ -38,8 +38,22 @@ from collections.abc import Callable, Hashable, Sequence
 DTYPES_QUICK = ("float32", "float16", "bfloat16")
 DTYPES_ALL = (*DTYPES_QUICK, "float64")
 METHODS = {
-    "forward": ("turbogelu", "torch exact", "torch tanh", "torch exact (oneDNN off)", "copy"),
-    "backward": ("turbogelu", "torch exact", "torch tanh", "torch exact (oneDNN off)", "mul"),
+    "forward": (
+        "turbogelu",
+        "turbogelu (Estrin)",
+        "torch exact",
+        "torch tanh",
+        "torch exact (oneDNN off)",
+        "copy",
+    ),
+    "backward": (
+        "turbogelu",
+        "turbogelu (Estrin)",
+        "torch exact",
+        "torch tanh",
+        "torch exact (oneDNN off)",
+        "mul",
+    ),
 }
 LIMIT = {"forward": "copy", "backward": "mul"}
 GRAIN_SIZES = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 1 << 20)
@@ -212,6 +226,18 @@ def _onednn_off():
     )
 
 
+@contextlib.contextmanager
+def _estrin():
+    """Evaluate the polynomial by Estrin's scheme instead of Horner's (the default)."""
+    import torch
+
+    previous = torch.ops.turbogelu._set_poly_scheme("estrin")
+    try:
+        yield
+    finally:
+        torch.ops.turbogelu._set_poly_scheme(previous)
+
+
 def make_variants(direction: str, dtype: str, size: int, *, seed: int = 0) -> list[Variant]:
     """The rows of one (direction, dtype) group, keyed (direction, dtype, method)."""
     import torch
@@ -225,6 +251,7 @@ def make_variants(direction: str, dtype: str, size: int, *, seed: int = 0) -> li
     if direction == "forward":
         fns = {
             "turbogelu": lambda: tg.gelu(x),
+            "turbogelu (Estrin)": lambda: tg.gelu(x),
             "torch exact": lambda: F.gelu(x),
             "torch tanh": lambda: F.gelu(x, approximate="tanh"),
             "torch exact (oneDNN off)": lambda: F.gelu(x),
@@ -233,6 +260,7 @@ def make_variants(direction: str, dtype: str, size: int, *, seed: int = 0) -> li
     elif direction == "backward":
         fns = {
             "turbogelu": lambda: tg.gelu_backward(g, x),
+            "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
             "torch exact": lambda: aten.gelu_backward(g, x),
             "torch tanh": lambda: aten.gelu_backward(g, x, approximate="tanh"),
             "torch exact (oneDNN off)": lambda: aten.gelu_backward(g, x),
@@ -241,14 +269,15 @@ def make_variants(direction: str, dtype: str, size: int, *, seed: int = 0) -> li
     else:
         raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
     assert tuple(fns) == METHODS[direction]
-    return [
-        Variant(
-            (direction, dtype, m),
-            fn,
-            _onednn_off if m.endswith("(oneDNN off)") else contextlib.nullcontext,
-        )
-        for m, fn in fns.items()
-    ]
+
+    def context(method: str):
+        if method.endswith("(oneDNN off)"):
+            return _onednn_off
+        if method.endswith("(Estrin)"):
+            return _estrin
+        return contextlib.nullcontext
+
+    return [Variant((direction, dtype, m), fn, context(m)) for m, fn in fns.items()]
 
 
 def summarize(variants: Sequence[Variant], timings: Timings) -> list[dict]:

@@ -121,10 +121,22 @@ const PolyCoeffs& backward_coeffs(c10::string_view approximate, c10::string_view
   return direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched;
 }
 
-// Horner: on an AVX-512 Xeon/EPYC it beat Estrin in the streaming loop (fewer operations;
-// out-of-order execution overlaps independent elements, so a long chain costs little).
-// `python -m turbogelu bench` times both.
-Scheme default_scheme() { return Scheme::Horner; }
+// Horner is the default: `python -m turbogelu bench` times both schemes in the same process
+// (the "turbogelu (Estrin)" rows), and on the AVX-512 build machine Horner is the faster
+// (fewer operations; out-of-order execution overlaps independent elements, so the long
+// dependency chain costs little). Estrin stays selectable for the benchmark.
+std::atomic<Scheme> g_scheme{Scheme::Horner};
+
+Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
+
+std::string scheme_name(Scheme s) { return s == Scheme::Horner ? "horner" : "estrin"; }
+
+std::string set_poly_scheme(c10::string_view name) {
+  TORCH_CHECK_VALUE(name == "horner" || name == "estrin",
+                    "turbogelu: the polynomial scheme must be 'horner' or 'estrin', got '", name,
+                    "'");
+  return scheme_name(g_scheme.exchange(name == "horner" ? Scheme::Horner : Scheme::Estrin));
+}
 
 // ---------------------------------------------------------------- checks and layout
 
@@ -153,10 +165,12 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
 // Elements laid out in one dense block, so a flat loop over memory visits each exactly once.
 bool flat(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
 
-// Grain of at::parallel_for: below it one thread does the whole tensor. The default is
-// measured by `python -m turbogelu bench --grain` (1 vs all threads over sizes, grain set to
-// 1 through turbogelu::_set_parallel_grain): see the note in the README.
-constexpr int64_t kDefaultGrain = 1 << 15;
+// Grain of at::parallel_for: tensors of up to this many elements run on one thread, larger
+// ones are split into chunks of at least this size. `python -m turbogelu bench --grain`
+// (float32 forward, 1 vs 2 threads) on the 2-core build machine: 2 threads lose at 4K
+// (0.89x), break even at 8K-16K and win from 32K (1.12x; 1.30x at 64K). A grain of 16K
+// splits from 32K elements on.
+constexpr int64_t kDefaultGrain = 1 << 14;
 std::atomic<int64_t> g_grain{kDefaultGrain};
 
 int64_t set_parallel_grain(int64_t grain) {
@@ -173,7 +187,7 @@ void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs
   const char* xp = static_cast<const char*>(x.const_data_ptr());
   char* op = static_cast<char*>(out.data_ptr());
   const int64_t es = x.element_size();
-  const Scheme s = default_scheme();
+  const Scheme s = current_scheme();
   TORCH_CHECK(fn(xp, op, 0, k, s), "turbogelu: no kernel compiled for degree ", k.degree);
   at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed),
                    [&](int64_t b, int64_t e) { fn(xp + b * es, op + b * es, e - b, k, s); });
@@ -191,7 +205,7 @@ void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
   const char* xp = static_cast<const char*>(x.const_data_ptr());
   char* op = static_cast<char*>(out.data_ptr());
   const int64_t es = x.element_size();
-  const Scheme s = default_scheme();
+  const Scheme s = current_scheme();
   TORCH_CHECK(fn(gp, xp, op, 0, k, s), "turbogelu: no kernel compiled for degree ", k.degree);
   at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed), [&](int64_t b, int64_t e) {
     fn(gp + b * es, xp + b * es, op + b * es, e - b, k, s);
@@ -367,6 +381,8 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def("_set_cpu_isa(str isa) -> str", &set_cpu_isa);
   // Benchmark hook: elements per parallel chunk (returns the previous value).
   m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
+  // Benchmark hook: evaluate P by "horner" (default) or "estrin"; returns the previous one.
+  m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
