@@ -346,3 +346,26 @@ def test_estrin_close_to_horner(mode, part):
     assert np.abs(fh - fe).max() < 1e-6
     with pytest.raises(ValueError, match="scheme"):
         replay.poly32(z[:4], coeffs["coefficients"], "clenshaw")
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("mode", MODES)
+def test_estrin_kernel_replay_bit_exact(isa, mode):
+    """The kernels' Estrin tree (selected by the benchmark hook) is the replay's Estrin tree."""
+    x = torch.from_numpy(X32)
+    previous = torch.ops.turbogelu._set_poly_scheme("estrin")
+    try:
+        with tops.use_cpu_isa(isa):
+            fwd = torch.ops.turbogelu.gelu(x, mode).numpy()
+            bwd = torch.ops.turbogelu.gelu_backward(torch.ones_like(x), x, mode, "direct").numpy()
+    finally:
+        torch.ops.turbogelu._set_poly_scheme(previous)
+    want_fwd = replay.forward32(X32, _part(mode, None), scheme="estrin")
+    want_bwd = replay.backward32(X32, _part(mode, "direct"), scheme="estrin")
+    _assert_bits_equal(fwd, want_fwd, X32, f"Estrin gelu({mode}) under {isa}")
+    _assert_bits_equal(bwd, want_bwd, X32, f"Estrin gelu_backward({mode}) under {isa}")
+
+
+def test_poly_scheme_hook_rejects_unknown_names():
+    with pytest.raises(ValueError, match="horner"):
+        torch.ops.turbogelu._set_poly_scheme("clenshaw")
