@@ -103,21 +103,22 @@ def backward32(x, spec_part: dict, grad=None, scheme: str = "horner") -> np.ndar
         return (g * d).astype(F32)
 
 
-def forward64(x, spec_part: dict) -> np.ndarray:
-    """The same polynomial (float32 coefficients) in float64, as the float64 kernel runs it."""
+def _inner64(x, spec_part: dict):
+    """float64 version of _inner (same float32 coefficients; not bit-exact to the kernel)."""
     x = np.asarray(x, np.float64)
     y = x * x
     z = y * float(F32(spec_part["scale"])) - 1.0
     p = np.polynomial.polynomial.polyval(z, [float(F32(c)) for c in spec_part["coefficients"]])
     r = float(F32(spec_part["clamp"]))
-    out = x * (0.5 + x * p)
-    return np.where(y > r * r, np.where(x > 0, x, -0.0), out)
+    return x, y > r * r, 0.5 + x * p
+
+
+def forward64(x, spec_part: dict) -> np.ndarray:
+    """The same polynomial (float32 coefficients) in float64, as the float64 kernel runs it."""
+    x, outside, h = _inner64(x, spec_part)
+    return np.where(outside, np.where(x > 0, x, -0.0), x * h)
 
 
 def backward64(x, spec_part: dict) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    y = x * x
-    z = y * float(F32(spec_part["scale"])) - 1.0
-    p = np.polynomial.polynomial.polyval(z, [float(F32(c)) for c in spec_part["coefficients"]])
-    r = float(F32(spec_part["clamp"]))
-    return np.where(y > r * r, np.where(x > 0, 1.0, 0.0), 0.5 + x * p)
+    x, outside, d = _inner64(x, spec_part)
+    return np.where(outside, np.where(x > 0, 1.0, 0.0), d)
