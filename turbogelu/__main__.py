@@ -48,6 +48,43 @@ def _cmd_codegen(args) -> int:
     return 0
 
 
+def _cmd_report(args) -> int:
+    import json
+
+    from .approx import replay, report, rounding, spec
+
+    s = spec.load(args.spec)
+    part = spec.part_values(s[args.part])
+    grad = args.part != "forward"
+    fn = rounding.gelu_function(s["approximate"], grad=grad)
+    if grad:
+        approx = lambda x: replay.backward32(x, part)  # noqa: E731
+    else:
+        approx = lambda x: replay.forward32(x, part)  # noqa: E731
+    label = f"{Path(args.spec).name}:{args.part}"
+    reports = report.sweep(approx, fn, label=label)
+    dense = report.dense_errors(approx, fn, label=label)
+    print(f"# Error report: {label} against {fn}\n")
+    print(report.render_markdown(dense))
+    print()
+    print(report.render_markdown(reports, worst=args.worst))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "spec": str(args.spec),
+            "part": args.part,
+            "function": fn,
+            "dense": report.to_json(dense),
+            "exhaustive": report.to_json(reports),
+        }
+        Path(args.out).write_text(json.dumps(payload, indent=1) + "\n")
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.plot:
+        report.plot_abs_error([(label, approx)], "bfloat16", args.plot, fn=fn)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from . import bench
 
@@ -76,6 +113,16 @@ def main(argv=None) -> int:
     c.add_argument("--out", default=None)
     c.add_argument("--check", action="store_true", help="fail if the header is out of date")
     c.set_defaults(func=_cmd_codegen)
+
+    r = sub.add_parser("report", help="exhaustive bf16/fp16 and dense float32 error report")
+    r.add_argument("--spec", type=Path, default=Path("data/specs/gelu_exact.json"))
+    r.add_argument(
+        "--part", choices=("forward", "backward_direct", "backward_matched"), default="forward"
+    )
+    r.add_argument("--worst", action="store_true", help="also list the worst inputs")
+    r.add_argument("--out", default=None, help="write the report as JSON here")
+    r.add_argument("--plot", default=None, help="write |error| vs x at bf16 inputs as PNG here")
+    r.set_defaults(func=_cmd_report)
 
     b = sub.add_parser("bench", help="time turbogelu against PyTorch and a copy of the same bytes")
     from .bench import add_arguments

@@ -1,0 +1,53 @@
+"""The command line: python -m turbogelu report (fit and bench have their own tests)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "turbogelu", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_report_writes_tables_json_and_plot(tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    r = _run(
+        "report", "--spec", "data/specs/gelu_exact.json", "--out", str(out), "--plot", str(png)
+    )
+    assert r.returncode == 0, r.stderr
+    assert "every finite bfloat16 input" in r.stdout and "every finite float16 input" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["function"] == "gelu"
+    regions = {
+        (e["format"], reg["region"]): reg for e in data["exhaustive"] for reg in e["regions"]
+    }
+    # The shipped spec's exhaustive bounds (tests/test_accuracy.py holds them on the kernel).
+    assert regions[("bfloat16", "-3 <= x < 0")]["max_ulp"] <= 1
+    assert regions[("bfloat16", "x >= 0")]["max_ulp"] <= 1
+    assert regions[("float16", "-3 <= x < 0")]["max_ulp"] <= 8
+    assert png.stat().st_size > 1000
+
+
+def test_report_backward_part_uses_the_derivative(tmp_path):
+    out = tmp_path / "b.json"
+    r = _run("report", "--spec", "data/specs/gelu_tanh.json", "--part", "backward_direct",
+             "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["function"] == "gelu_tanh_grad"
+    assert data["dense"]["max_abs"] <= 6e-4
+
+
+def test_report_missing_spec_is_a_clear_error(tmp_path):
+    r = _run("report", "--spec", str(tmp_path / "nope.json"))
+    assert r.returncode != 0
+    assert "spec file not found" in r.stderr
