@@ -3,6 +3,30 @@
 Pure numpy / scipy / mpmath: nothing here imports torch or needs the compiled extension.
 """
 
-from . import codegen, fit, reference, replay, spec
+from . import (
+    codegen,
+    exp2,
+    fit,
+    methods,
+    polyspec,
+    reference,
+    replay,
+    report,
+    rounding,
+    spec,
+    targets,
+)
 
-__all__ = ["codegen", "fit", "reference", "replay", "spec"]
+__all__ = [
+    "codegen",
+    "exp2",
+    "fit",
+    "methods",
+    "polyspec",
+    "reference",
+    "replay",
+    "report",
+    "rounding",
+    "spec",
+    "targets",
+]

@@ -1,4 +1,5 @@
-"""Ground truth for GELU and its derivative, in float64 (vectorized) and in mpmath.
+"""Ground truth for GELU, SiLU, sigmoid, tanh and their derivatives, in float64 (vectorized)
+and in mpmath.
 
 Two forms of GELU are supported, named as in ``torch.nn.functional.gelu``:
 
@@ -13,6 +14,7 @@ rounding over the whole line; ``tests/test_reference.py`` checks them against mp
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import mpmath
 import numpy as np
@@ -114,3 +116,119 @@ def gelu_mp_array(xs, mode: str = "none", grad: bool = False, dps: int = 40) -> 
     f = gelu_grad_mp if grad else gelu_mp
     flat = np.asarray(xs, dtype=np.float64).ravel()
     return np.array([float(f(v, mode, dps)) for v in flat]).reshape(np.shape(xs))
+
+
+# ---------------------------------------------------------------- SiLU, sigmoid, tanh
+#
+# sigmoid s(x) = 1 / (1 + e^-x) = expit(x);  silu(x) = x s(x);  tanh.
+# Derivatives, in forms without cancellation:
+#   s'(x)    = s(x) s(-x)                        (never 1 - s, which cancels for x >> 0)
+#   tanh'(x) = sech^2(x) = 4 s(2x) s(-2x)        (never 1 - tanh^2)
+#   silu'(x) = s(x) (1 + x s(-x)) = s(x) s(-x) (1 + x + e^x).
+# The bracket vanishes at x0 = -1.27846... (silu's minimum) and cancels near it, so on
+# [-2.5, -0.64] it is written around the root: with h = x - x0 and e^x0 = -(1 + x0),
+#   1 + x + e^x = h + e^x0 (e^h - 1) = h + e^x0 expm1(h),
+# two terms of the same sign (h is exact there by Sterbenz, x0 a float64 pair). Elsewhere
+# 1 + x s(-x) loses at most a factor ~2 to cancellation.
+# Each result is a handful of correctly rounded or faithful operations: relative error a few
+# 1e-16 (tests/test_family.py holds 2e-15 against mpmath); +-inf and +-0 are exact.
+
+with mpmath.workdps(50):
+    _SILU_ROOT = mpmath.findroot(lambda t: 1 + t + mpmath.exp(t), -1.28)
+    _SILU_ROOT_HI = float(_SILU_ROOT)
+    _SILU_ROOT_LO = float(_SILU_ROOT - _SILU_ROOT_HI)
+    _SILU_ROOT_EXP = float(mpmath.exp(_SILU_ROOT))
+
+
+def sigmoid(x) -> np.ndarray:
+    """Logistic sigmoid 1 / (1 + e^-x) in float64 (0 and 1 at -inf and +inf)."""
+    return expit(np.asarray(x, dtype=np.float64))
+
+
+def sigmoid_grad(x) -> np.ndarray:
+    """sigmoid'(x) = s(x) s(-x) in float64 (0 at +-inf)."""
+    x = np.asarray(x, dtype=np.float64)
+    return expit(x) * expit(-x)
+
+
+def tanh(x) -> np.ndarray:
+    """tanh in float64 (libm's, +-1 at +-inf, sign of zero kept)."""
+    return np.tanh(np.asarray(x, dtype=np.float64))
+
+
+def tanh_grad(x) -> np.ndarray:
+    """tanh'(x) = sech^2(x) = 4 s(2x) s(-2x) in float64 (0 at +-inf)."""
+    x = np.asarray(x, dtype=np.float64)
+    return 4.0 * expit(2.0 * x) * expit(-2.0 * x)
+
+
+def silu(x) -> np.ndarray:
+    """SiLU (swish) x s(x) in float64: inf at +inf, -0.0 at -inf (as gelu), -0.0 at -0.0."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = x * expit(x)
+    return np.where(np.isinf(x), np.where(x > 0, x, -0.0), out)
+
+
+def silu_grad(x) -> np.ndarray:
+    """d/dx SiLU in float64 (see above for the forms): 1 at +inf, 0 at -inf, 1/2 at 0."""
+    x = np.asarray(x, dtype=np.float64)
+    s, sm = expit(x), expit(-x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = s * (1.0 + x * sm)
+        h = (x - _SILU_ROOT_HI) - _SILU_ROOT_LO
+        near = s * sm * (h + _SILU_ROOT_EXP * np.expm1(h))
+    out = np.where((x >= -2.5) & (x <= -0.64), near, out)
+    return np.where(np.isinf(x), np.where(x > 0, 1.0, 0.0), out)
+
+
+def sigmoid_mp(x, dps: int = 40):
+    """sigmoid of one finite value in mpmath (returns an mpf)."""
+    with mpmath.workdps(dps):
+        x = mpmath.mpf(x)
+        return 1 / (1 + mpmath.exp(-x))
+
+
+def sigmoid_grad_mp(x, dps: int = 40):
+    """sigmoid' = s(x) s(-x) of one finite value in mpmath (1 - s would cancel for x >> 0)."""
+    with mpmath.workdps(dps):
+        x = mpmath.mpf(x)
+        return 1 / ((1 + mpmath.exp(-x)) * (1 + mpmath.exp(x)))
+
+
+def tanh_mp(x, dps: int = 40):
+    """tanh of one finite value in mpmath."""
+    with mpmath.workdps(dps):
+        return mpmath.tanh(mpmath.mpf(x))
+
+
+def tanh_grad_mp(x, dps: int = 40):
+    """tanh' = sech^2 of one finite value in mpmath."""
+    with mpmath.workdps(dps):
+        return mpmath.sech(mpmath.mpf(x)) ** 2
+
+
+def silu_mp(x, dps: int = 40):
+    """SiLU x s(x) of one finite value in mpmath."""
+    with mpmath.workdps(dps):
+        x = mpmath.mpf(x)
+        return x / (1 + mpmath.exp(-x))
+
+
+def silu_grad_mp(x, dps: int = 40):
+    """SiLU' = s(x) (1 + x s(-x)) of one finite value in mpmath.
+
+    Near the root x0 = -1.278... the bracket cancels: a float64 x within 2^-52 of x0 loses about
+    16 of the ``dps`` digits, so 40 digits still give float64 accuracy; ``rounding`` retries at
+    more digits when it needs them.
+    """
+    with mpmath.workdps(dps):
+        x = mpmath.mpf(x)
+        s = 1 / (1 + mpmath.exp(-x))
+        return s * (1 + x / (1 + mpmath.exp(x)))
+
+
+def mp_array(fn_mp: Callable, xs, dps: int = 40) -> np.ndarray:
+    """An mpmath function ``fn_mp(v, dps)`` over an array, rounded to float64."""
+    flat = np.asarray(xs, dtype=np.float64).ravel()
+    return np.array([float(fn_mp(float(v), dps)) for v in flat]).reshape(np.shape(xs))

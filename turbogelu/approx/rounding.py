@@ -243,6 +243,13 @@ FUNCTIONS: dict[str, tuple[Callable, Callable]] = {
         lambda x: reference.gelu_grad(x, "tanh"),
         lambda v, dps: reference.gelu_grad_mp(v, "tanh", dps),
     ),
+    # The rest of the activation family (reference.py; targets.py reduces each of them).
+    "silu": (reference.silu, reference.silu_mp),
+    "silu_grad": (reference.silu_grad, reference.silu_grad_mp),
+    "sigmoid": (reference.sigmoid, reference.sigmoid_mp),
+    "sigmoid_grad": (reference.sigmoid_grad, reference.sigmoid_grad_mp),
+    "tanh": (reference.tanh, reference.tanh_mp),
+    "tanh_grad": (reference.tanh_grad, reference.tanh_grad_mp),
 }
 
 
@@ -254,8 +261,8 @@ def gelu_function(mode: str, grad: bool = False) -> str:
 
 def _resolve(fn) -> tuple[Callable, Callable]:
     if isinstance(fn, str):
-        if fn in reference.GELU_MODES:
-            fn = gelu_function(fn)
+        # Registry names only: a GELU mode name ("tanh") would clash with the function tanh;
+        # gelu_function(mode) gives the registry name of a GELU form.
         try:
             return FUNCTIONS[fn]
         except KeyError:
@@ -293,8 +300,9 @@ def correctly_rounded(
 ):
     """``fn(x)`` correctly rounded to ``fmt`` (round to nearest, ties to even), as float64.
 
-    ``fn``: a name of ``FUNCTIONS`` ('gelu', 'gelu_tanh', 'gelu_grad', 'gelu_tanh_grad'), a
-    GELU mode ('none' | 'tanh'), or a pair (float64 function of an array, mpmath function
+    ``fn``: a name of ``FUNCTIONS`` ('gelu', 'gelu_tanh', 'gelu_grad', 'gelu_tanh_grad',
+    'silu', 'sigmoid', 'tanh', ... and their '_grad'; ``gelu_function(mode)`` names a GELU
+    form), or a pair (float64 function of an array, mpmath function
     ``f(x: float, dps: int) -> mpf``). The float64 value decides unless it lies within a
     relative ``rel`` of a rounding midpoint of ``fmt``; there mpmath decides which side the exact
     value is on (an exact tie, to ``dps[-1]`` digits, goes to the even neighbour).
