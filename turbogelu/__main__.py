@@ -1,4 +1,4 @@
-"""Command line: ``python -m turbogelu {fit,codegen,bench}``."""
+"""Command line: ``python -m turbogelu {fit,search,codegen,report,bench}``."""
 
 from __future__ import annotations
 
@@ -6,12 +6,40 @@ import argparse
 import sys
 from pathlib import Path
 
+# approx.family_fit.METHODS (not imported here: the parser stays free of numpy / scipy).
+FIT_METHODS = ("ls", "irls", "endpoint-ls", "remez", "remez+search", "endpoint-ls+search")
+
 
 def _cmd_fit(args) -> int:
+    if args.target is not None:
+        return _cmd_fit_target(args)
     from .approx import spec
 
-    mode = "none" if args.gelu_mode in ("exact", "none") else args.gelu_mode
-    s = spec.build_spec(args.range, args.iters, args.points, args.degree, mode)
+    bad = [
+        f"--{k.replace('_', '-')}"
+        for k in (
+            "method",
+            "fit_interval",
+            "clamp",
+            "format",
+            "variable",
+            "factor",
+            "shift",
+            "radius",
+        )
+        if getattr(args, k) is not None
+    ]
+    if bad:
+        print(f"{', '.join(bad)} need --target (a PolySpec fit)", file=sys.stderr)
+        return 2
+    # The kernel spec's defaults (its generated_by command records the values used).
+    range_ = 4.389 if args.range is None else args.range
+    iters = 35 if args.iters is None else args.iters
+    points = 20000 if args.points is None else args.points
+    degree = 8 if args.degree is None else args.degree
+    gelu_mode = "exact" if args.gelu_mode is None else args.gelu_mode
+    mode = "none" if gelu_mode in ("exact", "none") else gelu_mode
+    s = spec.build_spec(range_, iters, points, degree, mode)
     text = spec.dumps(s)
     out = spec.spec_path(mode) if args.out is None else args.out
     if str(out) == "-":
@@ -28,6 +56,165 @@ def _cmd_fit(args) -> int:
             file=sys.stderr,
         )
     print(f"default backward: {s['default_backward']}", file=sys.stderr)
+    return 0
+
+
+def _write_text(text: str, out) -> None:
+    """Text to stdout (out None or "-") or to a file (parents created)."""
+    if out is None or str(out) == "-":
+        sys.stdout.write(text)
+    else:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def _fit_opts(args) -> dict:
+    """The fit / search settings given on the command line (unset ones: the defaults)."""
+    opts = {}
+    for name in ("points", "iters", "radius"):
+        if getattr(args, name, None) is not None:
+            opts[name] = getattr(args, name)
+    return opts
+
+
+def _cmd_fit_target(args) -> int:
+    from .approx import family_fit
+
+    bad = [
+        f"--{k.replace('_', '-')}" for k in ("range", "gelu_mode") if getattr(args, k) is not None
+    ]
+    if bad:
+        print(f"{', '.join(bad)} belong to the kernel spec fit (without --target)", file=sys.stderr)
+        return 2
+    if args.fit_interval is None:
+        print("--target needs --fit-interval", file=sys.stderr)
+        return 2
+    ps = family_fit.fit_polyspec(
+        args.target,
+        args.variable,
+        args.factor,
+        3 if args.degree is None else args.degree,
+        args.fit_interval,
+        args.clamp,
+        args.format or "bfloat16",
+        args.method or "endpoint-ls",
+        shift=True if args.shift is None else args.shift,
+        **_fit_opts(args),
+    )
+    _write_text(ps.to_json(), args.out)
+    e = ps.meta["errors"]
+    X = ps.meta["error_grid"]["extent"]
+    print(ps.describe(), file=sys.stderr)
+    print(
+        f"max |err| {e['max_abs_error']:.4e} (real arithmetic, |x| <= {X:g}; polynomial "
+        f"window {e['window_error']:.4e} at "
+        f"|x| = {e['window_argmax']:.4g}, clamp tail {e['tail_error']:.4e})",
+        file=sys.stderr,
+    )
+    print(
+        f"plain rounding {e['rounded_max_abs_error']:.4e}  float64 fit {e['float64_fit_error']:.4e}"
+        f"  ops (Horner, FMA) {e['op_count']}",
+        file=sys.stderr,
+    )
+    replays = [
+        f"{name} {e[key]:.4e}"
+        for name, key in (
+            ("float32 replay", "float32_replay_max_abs_error"),
+            (f"{ps.fmt} replay", "target_replay_max_abs_error"),
+        )
+        if key in e
+    ]
+    if replays:
+        print("  ".join(replays), file=sys.stderr)
+    return 0
+
+
+def _cmd_search(args) -> int:
+    import json
+    import shlex
+
+    from .approx import family_fit, search
+
+    def progress(msg: str) -> None:
+        if args.verbose:
+            print(msg, file=sys.stderr)
+
+    if args.figures is not None:
+        res = search.degree_figures(
+            args.format or "bfloat16",
+            search.parse_values(args.degrees or "3,4,5,6"),
+            args.figures,
+            method=args.method or "endpoint-ls",
+            precision=args.precision,
+            progress=progress,
+            **{
+                k: getattr(args, k)
+                for k in ("variable", "factor", "shift")
+                if getattr(args, k) is not None
+            },
+        )
+        for part in ("forward", "backward"):
+            print(f"wrote {res[part]}", file=sys.stderr)
+            for ps in res["specs"][part]:
+                e = ps.meta["errors"]
+                print(
+                    f"{part:8s} {ps.target:9s} degree {ps.degree}  L_i {ps.fit_interval:g}  "
+                    f"L_c {ps.clamp:g}  max |err| {e['max_abs_error']:.4e}",
+                    file=sys.stderr,
+                )
+        print(f"wrote {res['json']}", file=sys.stderr)
+        if args.target is None:
+            return 0
+    if args.target is None:
+        print("search needs --target (or --figures OUT_DIR)", file=sys.stderr)
+        return 2
+    degrees = [int(d) for d in search.parse_values(args.degrees or "3,4,5")]
+    gap = args.max_gap
+    rows = search.grid_search(
+        args.target,
+        degrees,
+        search.parse_values(args.fit_intervals),
+        search.parse_values(args.clamps),
+        args.format or "bfloat16",
+        args.method or "endpoint-ls",
+        args.variable,
+        args.factor,
+        lambda L_i, L_c: L_c <= L_i + gap + 1e-12,
+        shift=True if args.shift is None else args.shift,
+        replay=args.replay,
+        progress=progress,
+        **_fit_opts(args),
+    )
+    fmt = family_fit.normalize_fmt(args.format or "bfloat16")
+    title = f"Grid search: {args.target}, degrees {degrees}, {fmt}"
+    print(search.render_markdown(rows, title=title))
+    if args.out:
+        payload = {
+            "kind": "turbogelu.search",
+            "command": shlex.join(["python", "-m", "turbogelu", "search", *args.argv]),
+            "settings": {
+                "target": args.target,
+                "degrees": degrees,
+                "fit_intervals": args.fit_intervals,
+                "clamps": args.clamps,
+                "max_gap": gap,
+                "format": fmt,
+                "method": args.method or "endpoint-ls",
+                "variable": args.variable,
+                "factor": args.factor,
+                "shift": True if args.shift is None else args.shift,
+            },
+            "best_per_degree": [
+                search.spec_from_row(r).to_dict() for r in search.best_per_degree(rows)
+            ],
+            "pareto_front": search.pareto_front(rows),
+            "rows": rows,
+        }
+        _write_text(json.dumps(payload, indent=1) + "\n", args.out)
+    if args.plot:
+        search.plot_search(rows, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 
 
@@ -91,22 +278,97 @@ def _cmd_bench(args) -> int:
     return bench.main(args)
 
 
+def _add_form_arguments(p) -> None:
+    """--target, --method, --format, --variable, --factor, --shift/--no-shift, --radius."""
+    p.add_argument("--target", default=None, help="a name of approx.targets.TARGETS")
+    p.add_argument("--method", choices=FIT_METHODS, default=None, help="(endpoint-ls)")
+    p.add_argument(
+        "--format", default=None, help="coefficient format: bf16, fp16, fp32, fp64 (bf16)"
+    )
+    p.add_argument("--variable", choices=("u", "y"), default=None, help="P in |x| or x^2")
+    p.add_argument("--factor", type=int, default=None, help="r ~ |x|^factor P (natural)")
+    p.add_argument(
+        "--shift",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="normalized variable z = 2 v / V - 1 (default) or v itself",
+    )
+    p.add_argument("--radius", type=int, default=None, help="+search: ulps per move (1)")
+
+
+def _run_command(args) -> int:
+    """The subcommand; a ValueError from the lab (an unknown target, a bad range, ...) is a
+    usage error: its message and exit status 2."""
+    lab = args.command == "search" or (args.command == "fit" and args.target is not None)
+    if not lab:  # the kernel spec fit, codegen, report, bench: unchanged
+        return args.func(args)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m turbogelu", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    f = sub.add_parser("fit", help="fit the GELU polynomials and write a spec JSON")
-    f.add_argument("--range", type=float, default=4.389, help="clamp R: polynomial on [-R, R]")
-    f.add_argument("--iters", type=int, default=35, help="IRLS iterations")
-    f.add_argument("--points", type=int, default=20000, help="sample points on [0, R]")
-    f.add_argument("--degree", type=int, default=8, help="degree of P in y = x^2")
-    f.add_argument("--gelu-mode", choices=("exact", "none", "tanh"), default="exact")
+    f = sub.add_parser(
+        "fit",
+        help="fit the GELU kernel spec, or with --target one PolySpec of any target",
+        description="Without --target: the kernels' GELU spec (IRLS, float32; --range, "
+        "--iters, --points, --degree, --gelu-mode). With --target: one PolySpec "
+        "(--method, --degree, --fit-interval, --clamp, --format, --variable, --factor), "
+        "written as JSON, its errors printed.",
+    )
+    f.add_argument(
+        "--range", type=float, default=None, help="clamp R: polynomial on [-R, R] (4.389)"
+    )
+    f.add_argument("--iters", type=int, default=None, help="IRLS iterations (35)")
+    f.add_argument("--points", type=int, default=None, help="sample points on [0, R] (20000)")
+    f.add_argument(
+        "--degree", type=int, default=None, help="degree of P (kernel spec: 8; --target: 3)"
+    )
+    f.add_argument("--gelu-mode", choices=("exact", "none", "tanh"), default=None, help="(exact)")
+    _add_form_arguments(f)
+    f.add_argument("--fit-interval", type=float, default=None, help="L_i: fit on |x| in [0, L_i]")
+    f.add_argument("--clamp", type=float, default=None, help="L_c: asymptote for |x| > L_c (L_i)")
     f.add_argument(
         "--out",
         default=None,
-        help="output path (default data/specs/gelu_<mode>.json; - for stdout)",
+        help="output path (kernel spec: default data/specs/gelu_<mode>.json; --target: default "
+        "stdout; - for stdout)",
     )
     f.set_defaults(func=_cmd_fit)
+
+    s = sub.add_parser(
+        "search",
+        help="grid search over degree, fit interval and clamp; Pareto front; Figures 4/5",
+    )
+    s.add_argument("--degrees", default=None, help="e.g. 3,4,5 or 3:6:1 (3,4,5; figures 3,4,5,6)")
+    s.add_argument("--fit-intervals", default="2:7:0.25", help="L_i values, a:b:step or a list")
+    s.add_argument("--clamps", default="2:8:0.25", help="L_c values, a:b:step or a list")
+    s.add_argument("--max-gap", type=float, default=1.0, help="keep L_c <= L_i + this (1)")
+    _add_form_arguments(s)
+    s.add_argument("--points", type=int, default=None, help="sample points of the float64 fit")
+    s.add_argument("--iters", type=int, default=None, help="IRLS iterations")
+    s.add_argument("--replay", action="store_true", help="also the float32 replay's max error")
+    s.add_argument("--out", default=None, help="write all rows, the best and the front as JSON")
+    s.add_argument("--plot", default=None, help="PNG: max error vs op count with the front")
+    s.add_argument(
+        "--figures",
+        default=None,
+        metavar="OUT_DIR",
+        help="write the paper's Figures 4/5 (GELU and GELU' error vs x per degree) here",
+    )
+    s.add_argument(
+        "--precision",
+        choices=("target", "float32"),
+        default="target",
+        help="figures: arithmetic of the replayed programs (target: the coefficient format)",
+    )
+    s.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    s.set_defaults(func=_cmd_search)
 
     c = sub.add_parser("codegen", help="generate kernels/include/turbogelu/gelu_coeffs.h")
     c.add_argument("--spec-dir", type=Path, default=None)
@@ -130,8 +392,10 @@ def main(argv=None) -> int:
     add_arguments(b)
     b.set_defaults(func=_cmd_bench)
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    return args.func(args)
+    args.argv = argv[1:]
+    return _run_command(args)
 
 
 if __name__ == "__main__":
