@@ -6,6 +6,7 @@ Pure numpy / scipy / mpmath: nothing here imports torch or needs the compiled ex
 from . import (
     codegen,
     exp2,
+    family_fit,
     fit,
     methods,
     mindegree,
@@ -14,6 +15,7 @@ from . import (
     replay,
     report,
     rounding,
+    search,
     spec,
     targets,
 )
@@ -21,6 +23,7 @@ from . import (
 __all__ = [
     "codegen",
     "exp2",
+    "family_fit",
     "fit",
     "methods",
     "mindegree",
@@ -29,6 +32,7 @@ __all__ = [
     "replay",
     "report",
     "rounding",
+    "search",
     "spec",
     "targets",
 ]
