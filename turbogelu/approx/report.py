@@ -498,6 +498,11 @@ def plot_abs_error(
     ax.grid(True, which="major", alpha=0.3)
     if items:
         ax.legend(fontsize=8)
+    return save_png(fig, path)
+
+
+def save_png(fig, path: str | Path | None):
+    """Lay out ``fig`` and, when ``path`` is given, save it there as PNG (folders created)."""
     fig.tight_layout()
     if path is not None:
         path = Path(path)

@@ -315,12 +315,7 @@ def plot_search(rows: Sequence[dict], path: str | Path | None = None, *, title: 
         ax.set_title(title if title is not None else default)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format="png")
-    return fig
+    return report.save_png(fig, path)
 
 
 # ---------------------------------------------------------------- Figures 4 and 5
