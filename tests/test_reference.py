@@ -119,3 +119,19 @@ def test_huge_finite_inputs(mode):
 def test_bad_mode():
     with pytest.raises(ValueError, match="gelu mode"):
         reference.gelu(1.0, "sigmoid")
+
+
+def test_gelu_grad_keeps_relative_accuracy_at_its_root():
+    # GELU'(x) = Phi(x) + x phi(x) vanishes at x0 = -0.7518: the plain sum loses about
+    # 5e-17 / |x - x0| relative there (1e-1 at the float64 neighbours of x0), so reference.py
+    # switches to the Taylor series around x0 within 1/4 of it. Offsets from one float64 ulp to
+    # beyond the switch, both sides; 2e-15 as for the other family members (test_family.py).
+    root = reference._GELU_ROOT_HI
+    offsets = np.concatenate([np.arange(1, 4) * 2.0**-53, np.logspace(-15, -0.3, 15)])
+    x = np.concatenate([root + offsets, root - offsets, [root]])
+    got = reference.gelu_grad(x)
+    want = reference.gelu_mp_array(x, grad=True, dps=60)
+    np.testing.assert_allclose(got, want, rtol=2e-15, atol=0)
+    assert np.all(np.sign(want[: offsets.size]) == 1) and np.all(
+        np.sign(want[offsets.size : -1]) == -1
+    )
