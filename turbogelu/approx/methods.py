@@ -33,6 +33,7 @@ No torch here: the package stays pure numpy / scipy / mpmath.
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import subprocess
@@ -675,7 +676,9 @@ def _from_ordered(o: np.ndarray, fmt: str) -> np.ndarray:
     return rounding.from_bits(bits, f)
 
 
+@functools.cache
 def _max_ordered(fmt: str) -> int:
+    """Ordered index of the largest finite value (cached: the search asks per candidate)."""
     if fmt == "float64":
         return _F64_MAG_MAX
     return int(_to_ordered(np.array([rounding.max_finite(fmt)]), fmt)[0])
