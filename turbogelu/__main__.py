@@ -296,6 +296,29 @@ def _add_form_arguments(p) -> None:
     p.add_argument("--radius", type=int, default=None, help="+search: ulps per move (1)")
 
 
+def _cmd_table2(args) -> int:
+    import json
+
+    from .approx import table2
+
+    rows = table2.ROWS
+    if args.rows:
+        rows = [table2.get_row(name) for name in args.rows.split(",")]
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    res = table2.evaluate(rows, floors=not args.no_floors, sollya=not args.no_sollya, log=log)
+    text = table2.render_markdown(res)
+    print(text, end="")
+    for path, content in ((args.out, json.dumps(res, indent=1) + "\n"), (args.md, text)):
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(content)
+            log(f"wrote {path}")
+    return 0
+
+
 def _run_command(args) -> int:
     """The subcommand; a ValueError from the lab (an unknown target, a bad range, ...) is a
     usage error: its message and exit status 2."""
@@ -369,6 +392,17 @@ def main(argv=None) -> int:
     )
     s.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     s.set_defaults(func=_cmd_search)
+
+    t = sub.add_parser(
+        "table2",
+        help="the paper's Table 2: reproduced LS column, our fits, floors, Sollya control",
+    )
+    t.add_argument("--rows", default=None, help="comma-separated row names (all)")
+    t.add_argument("--no-floors", action="store_true", help="skip the floors (~25 s)")
+    t.add_argument("--no-sollya", action="store_true", help="skip the Sollya control")
+    t.add_argument("--out", default=None, help="write the results as JSON here")
+    t.add_argument("--md", default=None, help="write the markdown table here")
+    t.set_defaults(func=_cmd_table2)
 
     c = sub.add_parser("codegen", help="generate kernels/include/turbogelu/gelu_coeffs.h")
     c.add_argument("--spec-dir", type=Path, default=None)
