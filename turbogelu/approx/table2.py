@@ -221,7 +221,9 @@ def floor(
     upper = np.full(grid.size, np.inf)
     for k, L in enumerate(grid):
         ps = cfg.at(L, fit_interval=L).fit("remez", "float64")
-        level[k] = ps.meta["fit"]["levelled_error"]
+        # |E| <= minimax <= the window's max error; at convergence the two agree to rounding,
+        # which may put |E| a few ulps above: clip it.
+        level[k] = min(ps.meta["fit"]["levelled_error"], ps.meta["errors"]["window_error"])
         upper[k] = ps.meta["errors"]["max_abs_error"]
         if progress is not None:
             progress(f"{cfg.target} L_c {L:.4f}")
