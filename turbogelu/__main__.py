@@ -319,6 +319,20 @@ def _cmd_table2(args) -> int:
     return 0
 
 
+def _cmd_paper(args) -> int:
+    from . import paper
+
+    try:
+        written = paper.build(strict=not args.allow_missing)
+    except (paper.Missing, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for kind in ("markdown", "html", "pdf"):
+        if kind in written:
+            print(f"wrote {written[kind]}")
+    return 0
+
+
 def _run_command(args) -> int:
     """The subcommand; a ValueError from the lab (an unknown target, a bad range, ...) is a
     usage error: its message and exit status 2."""
@@ -403,6 +417,12 @@ def main(argv=None) -> int:
     t.add_argument("--out", default=None, help="write the results as JSON here")
     t.add_argument("--md", default=None, help="write the markdown table here")
     t.set_defaults(func=_cmd_table2)
+
+    pp = sub.add_parser("paper", help="build reports/paper/ from paper/paper.md and results/")
+    pp.add_argument(
+        "--allow-missing", action="store_true", help="show missing results instead of failing"
+    )
+    pp.set_defaults(func=_cmd_paper)
 
     c = sub.add_parser("codegen", help="generate kernels/include/turbogelu/gelu_coeffs.h")
     c.add_argument("--spec-dir", type=Path, default=None)
