@@ -9,7 +9,7 @@ CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbog
 CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h,$(CXX_SRC))
 PYTEST_ARGS ?=
 
-.PHONY: all venv build lint format test test-all reproduce fit codegen bench clean
+.PHONY: all venv build lint format test test-all reproduce fit codegen bench sweep clean
 
 all: test
 
@@ -27,16 +27,16 @@ $(STAMP_EXT): $(STAMP_ENV) $(CXX_SRC) setup.py pyproject.toml
 	touch $@
 
 lint: $(STAMP_ENV)
-	$(VENV)/bin/ruff check turbogelu tests setup.py
-	$(VENV)/bin/ruff format --check turbogelu tests setup.py
+	$(VENV)/bin/ruff check turbogelu tests notebooks setup.py
+	$(VENV)/bin/ruff format --check turbogelu tests notebooks setup.py
 	@if [ -x $(VENV)/bin/clang-format ]; then \
 	  $(VENV)/bin/clang-format --dry-run --Werror $(CXX_FMT) && echo "clang-format: ok"; \
 	else echo "clang-format not installed: C++ format check skipped"; fi
 	$(VPY) -m turbogelu codegen --check
 
 format: $(STAMP_ENV)
-	$(VENV)/bin/ruff format turbogelu tests setup.py
-	$(VENV)/bin/ruff check --fix turbogelu tests setup.py
+	$(VENV)/bin/ruff format turbogelu tests notebooks setup.py
+	$(VENV)/bin/ruff check --fix turbogelu tests notebooks setup.py
 	$(VENV)/bin/clang-format -i $(CXX_FMT)
 
 # Fast suite (slow-marked tests excluded by pyproject's addopts).
@@ -57,6 +57,12 @@ codegen: $(STAMP_ENV)
 
 bench: build
 	$(VPY) -m turbogelu bench --quick
+
+# The default parameter sweep (experiments/sweeps/default.json) through notebooks/sweep_point
+# with papermill; resumable (finished points are kept). QUICK=1: the file's quick grid.
+JOBS ?= 2
+sweep: build
+	$(VPY) -m turbogelu sweep experiments/sweeps/default.json --jobs $(JOBS) $(if $(QUICK),--quick)
 
 # What exists so far (the report issue completes this target): the full test suite and the
 # quick benchmark, written to results/.

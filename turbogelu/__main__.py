@@ -1,4 +1,4 @@
-"""Command line: ``python -m turbogelu {fit,search,codegen,report,bench}``."""
+"""Command line: ``python -m turbogelu {fit,search,table2,codegen,report,sweep,notebook,bench}``."""
 
 from __future__ import annotations
 
@@ -278,6 +278,39 @@ def _cmd_bench(args) -> int:
     return bench.main(args)
 
 
+def _cmd_sweep(args) -> int:
+    from . import sweep
+
+    return sweep.main(args)
+
+
+def _parse_value(text: str):
+    """A -p value: JSON if it parses (numbers, true/false, lists), else the string."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _cmd_notebook(args) -> int:
+    from . import notebooks
+
+    params = {"quick": args.quick, "results_dir": args.results_dir}
+    for item in args.param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"-p needs KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        params[key] = _parse_value(value)
+    nb = notebooks.notebook_path(args.name)
+    out = args.out or f"reports/{nb.stem}{'_quick' if args.quick else ''}.ipynb"
+    notebooks.execute(nb, out, params)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def _add_form_arguments(p) -> None:
     """--target, --method, --format, --variable, --factor, --shift/--no-shift, --radius."""
     p.add_argument("--target", default=None, help="a name of approx.targets.TARGETS")
@@ -439,6 +472,26 @@ def main(argv=None) -> int:
     r.add_argument("--out", default=None, help="write the report as JSON here")
     r.add_argument("--plot", default=None, help="write |error| vs x at bf16 inputs as PNG here")
     r.set_defaults(func=_cmd_report)
+
+    w = sub.add_parser(
+        "sweep",
+        help="run a notebook per point of a sweep file with papermill; table and Pareto plot",
+    )
+    w.add_argument(
+        "file", nargs="?", default="experiments/sweeps/default.json", help="sweep file (JSON)"
+    )
+    w.add_argument("--jobs", type=int, default=1, help="points run in parallel (1)")
+    w.add_argument("--quick", action="store_true", help="quick grid and quick=True notebooks")
+    w.add_argument("--out", default=None, help="output folder (the file's out_dir)")
+    w.set_defaults(func=_cmd_sweep)
+
+    n = sub.add_parser("notebook", help="execute one report notebook with papermill")
+    n.add_argument("name", help="a notebook's stem (01_tail_clamping) or path")
+    n.add_argument("--quick", action="store_true", help="the notebook's quick mode")
+    n.add_argument("--results-dir", default="results", help="where it writes its JSON (results)")
+    n.add_argument("-p", "--param", action="append", help="KEY=VALUE (JSON value) parameter")
+    n.add_argument("--out", default=None, help="executed notebook (reports/<stem>.ipynb)")
+    n.set_defaults(func=_cmd_notebook)
 
     b = sub.add_parser("bench", help="time turbogelu against PyTorch and a copy of the same bytes")
     from .bench import add_arguments

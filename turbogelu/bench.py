@@ -625,3 +625,29 @@ def main(args) -> int:
                 ]
                 _write_jsonl(args.out, long, common)
     return 0
+
+
+def run_methods(
+    methods: Sequence[str],
+    directions: Sequence[str] = ("forward", "backward"),
+    dtypes: Sequence[str] = ("float32",),
+    size: int = 1 << 20,
+    rounds: int = 30,
+    calls: int = 10,
+    threads: int = 1,
+) -> list[dict]:
+    """``run_ops`` restricted to some methods (e.g. the two polynomial schemes, "turbogelu"
+    and "turbogelu (Estrin)"), timed interleaved as ever, on ``threads`` threads (one by
+    default, as ``--quick``: on a shared machine more threads mostly measure the neighbours).
+    The notebooks use it to time a few rows without the whole table."""
+    variants = [
+        v
+        for d in directions
+        for t in dtypes
+        for v in make_variants(d, t, size)
+        if v.key[2] in methods
+    ]
+    if not variants:
+        raise ValueError(f"no method of {list(methods)} in {METHODS}")
+    with _num_threads(threads):
+        return summarize(variants, time_interleaved(variants, rounds, calls))

@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from . import methods, polyspec, targets
+from . import methods, polyspec, rounding, targets
 from .polyspec import PolySpec
 
 METHODS = ("ls", "irls", "endpoint-ls", "remez", "remez+search", "endpoint-ls+search")
@@ -146,9 +146,14 @@ class ErrorModel:
             at_clamp = abs(float(tgt.tail(np.float64(L_c))))
             self.tail = max(at_clamp, float(beyond.max()) if beyond.size else 0.0)
 
+    def signed_curve(self, c) -> np.ndarray:
+        """r - p at the window's points ``self.u`` (u <= L_c), with its sign (the error curve
+        whose alternation ``methods.alternations`` counts)."""
+        return self.r - self.B @ np.asarray(c, np.float64)
+
     def window_curve(self, c) -> np.ndarray:
         """|r - p| at the window's points ``self.u`` (u <= L_c)."""
-        return np.abs(self.r - self.B @ np.asarray(c, np.float64))
+        return np.abs(self.signed_curve(c))
 
     def window(self, c) -> float:
         """max |r - p| over u <= L_c."""
@@ -202,6 +207,35 @@ def replay_error(
     want = np.asarray(ps.tgt.f(xr), np.float64)
     with np.errstate(invalid="ignore"):
         return float(np.max(np.abs(got - want)))
+
+
+def rounding_error(
+    ps: PolySpec,
+    x,
+    *,
+    scheme: str = "horner",
+    fma: bool = True,
+    precision: str = "float32",
+) -> dict:
+    """What the arithmetic alone costs: ``polyspec.replay`` against the same program in real
+    arithmetic (``ps.evaluate``), at ``x`` rounded to the working format, inside the window
+    (|x| <= L_c; outside both return the asymptote). Returns the max and mean absolute
+    difference and, for x > 0 (where the reconstruction adds terms of one sign, so the result
+    is not a cancellation), the max in units of the working format's ulp of the exact value."""
+    work = "float32" if precision == "float32" else ps.fmt
+    xr = polyspec.round_fmt(np.asarray(x, np.float64), work)
+    xr = xr[np.abs(xr) <= ps.clamp]
+    got = polyspec.replay(ps, xr, scheme=scheme, precision=precision, fma=fma).astype(np.float64)
+    want = ps.evaluate(xr)
+    d = np.abs(got - want)
+    pos = xr > 0
+    ulp = np.asarray(rounding.ulp_of(want[pos], work), np.float64)
+    return {
+        "max_abs": float(d.max()),
+        "mean_abs": float(d.mean()),
+        "max_ulps_positive": float(np.max(d[pos] / ulp)) if pos.any() else 0.0,
+        "points": int(xr.size),
+    }
 
 
 def fit_float64(tpl: PolySpec, base: str, **opts) -> tuple[np.ndarray, dict]:

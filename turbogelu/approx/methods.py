@@ -358,6 +358,25 @@ class RemezResult:
     history: list[tuple[float, float]] = field(default_factory=list)  # (|E|, max error)
 
 
+def alternations(e, rtol: float = 0.01) -> int:
+    """How many times a sampled error curve ``e`` reaches its maximum magnitude with
+    alternating signs: the length of the longest alternating sequence of local extrema (one
+    per run of constant sign) whose magnitude is within ``rtol`` of ``max |e|``. A minimax fit
+    with ``m`` coefficients has ``m + 1`` (the alternation theorem); a least-squares fit
+    usually has one or two."""
+    e = np.asarray(e, np.float64).ravel()
+    nz = np.flatnonzero(e != 0)
+    if nz.size == 0:
+        return 0
+    sg = np.sign(e[nz])
+    starts = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
+    ends = np.r_[starts[1:], nz.size]
+    peaks = np.array([np.max(np.abs(e[nz[a:b]])) for a, b in zip(starts, ends, strict=True)])
+    signs = sg[starts]
+    big = signs[peaks >= (1.0 - rtol) * float(np.max(peaks))]
+    return int(1 + np.count_nonzero(big[1:] != big[:-1]))
+
+
 class _ErrorCurve:
     """``e(u) = (f(u) - basis(u) @ c) / weight(u)`` on a fixed grid, with refinement."""
 

@@ -181,6 +181,16 @@ class PolySpec:
         n = {k: ar.counts[k] for k in ("fma", "mul", "add")}
         return {**n, "total": sum(n.values())}
 
+    def dependency_depth(self, scheme: str = "horner", fma: bool = True) -> int:
+        """Length of the longest chain of dependent operations in ``replay``'s program (the
+        operations ``op_count`` counts; an unfused FMA is a multiply then an add), from x to
+        the in-window result. With every operation of the same latency (FMA, multiply and add
+        are on current x86 and ARM cores) it is the latency of one element in units of that
+        latency: what a scheme that parallelizes (Estrin) shortens, while ``op_count`` is the
+        throughput cost. Found by running the program on depths instead of values."""
+        out, _ = _program(self, _DepthArith(fused=fma), np.zeros(1), scheme)
+        return int(np.max(out))
+
     def describe(self) -> str:
         """One line: the form, interval, clamp, format, method and program."""
         if self.shift:
@@ -357,6 +367,42 @@ class _Arith:
         self.counts["fma"] += 1
         return _round_sum(np.multiply(a, b), np.asarray(c, np.float64), self.fmt)
 
+    def const(self, like, c: float) -> np.ndarray:
+        """A constant (a coefficient) broadcast to ``like``'s shape."""
+        return np.full_like(like, c)
+
+
+class _DepthArith:
+    """``_Arith``'s interface on dependency depths instead of values: an operation's result is
+    one deeper than its deepest operand; constants (Python floats, ``const``) have depth 0;
+    bit operations (``abs``, sign, select) are free, as in ``op_count``.
+    (``PolySpec.dependency_depth``.)"""
+
+    def __init__(self, fused: bool = True):
+        self.fused = fused
+
+    @staticmethod
+    def round(v):
+        return v  # only applied to constants and to depths, which it must not change
+
+    @staticmethod
+    def _d(v) -> np.ndarray:
+        return np.asarray(v, np.float64) if isinstance(v, np.ndarray) else np.zeros(1)
+
+    def mul(self, a, b):
+        return np.maximum(self._d(a), self._d(b)) + 1
+
+    add = mul
+
+    def fma(self, a, b, c):
+        if not self.fused:
+            return self.add(self.mul(a, b), c)
+        return np.maximum(np.maximum(self._d(a), self._d(b)), self._d(c)) + 1
+
+    @staticmethod
+    def const(like, c: float) -> np.ndarray:
+        return np.zeros_like(like)
+
 
 def fma_in(a, b, c, fmt: str) -> np.ndarray:
     """Correctly rounded fused multiply-add in ``fmt`` (float32, float16, bfloat16) of values
@@ -368,13 +414,13 @@ def _poly(ar: _Arith, t, coeffs, scheme: str):
     """P(t) by Horner or by Estrin (the tree of replay.poly32 and poly_eval.h)."""
     c = [float(ar.round(v)) for v in coeffs]
     if scheme == "horner":
-        p = np.full_like(t, c[-1])
+        p = ar.const(t, c[-1])
         for ck in reversed(c[:-1]):
             p = ar.fma(p, t, ck)
         return p
     if scheme != "estrin":
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    terms = [np.full_like(t, ck) for ck in c]
+    terms = [ar.const(t, ck) for ck in c]
     power = t
     while len(terms) > 1:
         nxt = [ar.fma(terms[i + 1], power, terms[i]) for i in range(0, len(terms) - 1, 2)]

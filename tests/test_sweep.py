@@ -1,0 +1,78 @@
+"""The sweep runner: a 2-point quick sweep, rerun without re-executing anything."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from turbogelu import sweep
+
+
+def test_points_and_ids():
+    s = {
+        "name": "t",
+        "fixed": {"target": "gelu"},
+        "grid": {"fit_range": [4.0, 4.389], "degree": [6, 8], "method": ["remez+search"]},
+        "quick_grid": {"degree": [6]},
+    }
+    pts = sweep.points(s)
+    assert len(pts) == 4 and pts[0] == {
+        "target": "gelu",
+        "fit_range": 4.0,
+        "degree": 6,
+        "method": "remez+search",
+    }
+    assert len(sweep.points(s, quick=True)) == 2
+    ids = {sweep.point_id(p) for p in pts}
+    assert len(ids) == 4 and all("/" not in i and " " not in i for i in ids)
+
+
+def test_load_rejects_unknown_keys(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"name": "x", "grid": {"degree": [4]}, "gird": {}}))
+    with pytest.raises(ValueError, match="unknown keys"):
+        sweep.load(f)
+    f.write_text(json.dumps({"name": "x", "grid": {"degree": []}}))
+    with pytest.raises(ValueError, match="non-empty"):
+        sweep.load(f)
+
+
+def test_default_sweep_file_loads():
+    s = sweep.load(sweep.DEFAULT_SWEEP)
+    assert len(sweep.points(s)) >= 50
+    assert len(sweep.points(s, quick=True)) <= 8
+
+
+def test_two_point_sweep_resumes(tmp_path):
+    f = tmp_path / "two.json"
+    f.write_text(
+        json.dumps(
+            {
+                "name": "two",
+                "fixed": {"target": "gelu", "method": "remez", "fmt": "float32"},
+                "grid": {"fit_range": [4.389], "degree": [6, 8]},
+            }
+        )
+    )
+    out = tmp_path / "out"
+    res = sweep.run(f, jobs=2, quick=True, out=out, log=lambda m: None)
+    assert res["failed"] == [] and len(res["ran"]) == 2 and res["skipped"] == []
+    assert res["rows"] == 2
+    recs = sorted((out / "points").glob("*.json"))
+    assert len(recs) == 2
+    stamps = {p: p.stat().st_mtime_ns for p in recs}
+    nb_stamps = {p: p.stat().st_mtime_ns for p in (out / "notebooks").glob("*.ipynb")}
+    rows = [json.loads(p.read_text()) for p in recs]
+    by_degree = {r["degree"]: r for r in rows}
+    assert by_degree[8]["max_abs_error"] < by_degree[6]["max_abs_error"]
+    assert by_degree[8]["ops_horner"] > by_degree[6]["ops_horner"]
+    assert by_degree[8]["depth_estrin"] < by_degree[8]["depth_horner"]
+    assert (out / "table.csv").read_text().count("\n") == 3
+    assert (out / "pareto.png").stat().st_size > 0
+    assert "front" in (out / "table.md").read_text()
+
+    again = sweep.run(f, jobs=2, quick=True, out=out, log=lambda m: None)
+    assert again["ran"] == [] and len(again["skipped"]) == 2
+    assert {p: p.stat().st_mtime_ns for p in recs} == stamps
+    assert {p: p.stat().st_mtime_ns for p in (out / "notebooks").glob("*.ipynb")} == nb_stamps

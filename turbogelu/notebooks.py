@@ -1,0 +1,198 @@
+"""Running the report's notebooks: a Jupyter kernel on this interpreter, papermill, results.
+
+The notebooks in ``notebooks/`` are stored without outputs and take their settings from a
+papermill ``parameters`` cell (``quick``, ``results_dir``, ...). ``execute`` runs one with
+papermill; ``record`` is what each notebook's last cell calls to write its results as JSON.
+
+Which Python runs a notebook: papermill starts the kernel a Jupyter *kernelspec* names, and
+the usual ``python3`` spec found first on the Jupyter path may belong to another environment
+(a user-wide spec under ``~/.local/share/jupyter`` comes before the venv's). So ``execute``
+registers, once per process, a spec named ``KERNEL_NAME`` in a private temporary directory
+put first on ``JUPYTER_PATH``, whose command is this interpreter (``sys.executable -m
+ipykernel_launcher``) and whose ``PYTHONPATH`` starts with this checkout: the kernel imports
+the same ``turbogelu`` as the caller, from a ``make test`` venv (editable install) or from a
+plain ``PYTHONPATH=...`` run alike. Nothing is written outside that temporary directory.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = REPO / "notebooks"
+RESULTS_DIR = REPO / "results"
+KERNEL_NAME = "turbogelu-python"
+PARAMETERS_TAG = "parameters"
+
+_kernel_root: str | None = None
+
+
+def kernel_name() -> str:
+    """Register the kernelspec described in the module docstring (once per process) and
+    return its name."""
+    global _kernel_root
+    if _kernel_root is None or not Path(_kernel_root).is_dir():
+        root = tempfile.mkdtemp(prefix="turbogelu-jupyter-")
+        spec_dir = Path(root) / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        path = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        spec = {
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"Python ({sys.executable})",
+            "language": "python",
+            "env": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path))},
+        }
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
+        owner = os.getpid()
+        # Forked workers inherit the directory and must not remove it when they exit.
+        atexit.register(lambda: os.getpid() == owner and shutil.rmtree(root, ignore_errors=True))
+        _kernel_root = root
+    jp = os.environ.get("JUPYTER_PATH", "")
+    if not jp.split(os.pathsep)[0] == _kernel_root:
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [_kernel_root, jp]))
+    return KERNEL_NAME
+
+
+def notebook_path(name: str | Path) -> Path:
+    """A notebook by path, or by stem in ``notebooks/`` ("01_tail_clamping")."""
+    p = Path(name)
+    if p.suffix == ".ipynb" and p.is_file():
+        return p
+    q = NOTEBOOK_DIR / (p.stem + ".ipynb")
+    if not q.is_file():
+        known = sorted(f.stem for f in NOTEBOOK_DIR.glob("*.ipynb"))
+        raise FileNotFoundError(f"no notebook {name!r}; in {NOTEBOOK_DIR}: {known}")
+    return q
+
+
+def execute(
+    notebook: str | Path,
+    output: str | Path,
+    parameters: dict | None = None,
+    *,
+    cwd: str | Path = REPO,
+    timeout: float | None = None,
+    log_output: bool = False,
+):
+    """Execute ``notebook`` with papermill into ``output`` (an .ipynb), with ``parameters``
+    injected after its ``parameters`` cell; the kernel runs in ``cwd`` (the repository root
+    by default, so relative paths in parameters mean the same as on the command line).
+    Raises papermill's PapermillExecutionError if a cell fails. Returns the executed notebook
+    (an nbformat NotebookNode)."""
+    import papermill
+
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    return papermill.execute_notebook(
+        str(notebook_path(notebook)),
+        str(output),
+        parameters=dict(parameters or {}),
+        kernel_name=kernel_name(),
+        cwd=str(cwd),
+        progress_bar=False,
+        log_output=log_output,
+        execution_timeout=timeout,
+    )
+
+
+def machine() -> dict:
+    """The machine a result was measured on (no torch import)."""
+    from .bench import _cpu_model
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "cpu": _cpu_model(),
+        "logical_cpus": cpus,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def _jsonable(v):
+    """JSON-safe copy: numpy scalars and arrays to Python, non-finite floats to None."""
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if hasattr(v, "tolist"):  # numpy scalar or array
+        return _jsonable(v.tolist())
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+def write_json(path: str | Path, data: dict) -> Path:
+    """Write ``data`` as JSON atomically (a temporary file renamed), so a reader (or a
+    resumed sweep) never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_jsonable(data), indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def record(
+    stem: str,
+    results_dir: str | Path,
+    figures: dict,
+    parameters: dict,
+    *,
+    plots: list | None = None,
+    path: str | Path | None = None,
+    **details,
+) -> Path:
+    """Write a notebook's results to ``results_dir/<stem>.json`` (or ``path``): ``figures``,
+    the headline numbers a report may quote (name -> number); ``parameters`` it ran with;
+    ``plots`` (paths of the PNGs it wrote); ``details`` (tables, anything JSON-able); and the
+    machine, the package version and the time. Returns the path."""
+    from . import __version__
+
+    figures = _jsonable(figures)  # numpy numbers to Python; NaN and inf to None
+    bad = [k for k, v in figures.items() if v is not None and not isinstance(v, int | float)]
+    if bad or any(isinstance(v, bool) for v in figures.values()):
+        raise TypeError(f"figures must be numbers (None where undefined); not: {bad}")
+    payload = {
+        "notebook": stem,
+        "figures": figures,
+        "parameters": parameters,
+        "plots": [str(p) for p in plots or []],
+        "machine": machine(),
+        "turbogelu": __version__,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **details,
+    }
+    out = Path(path) if path is not None else Path(results_dir) / f"{stem}.json"
+    return write_json(out, payload)
+
+
+def figure_dir(results_dir: str | Path, stem: str) -> Path:
+    """Where a notebook saves its PNGs: ``results_dir/figures/<stem>/`` (created)."""
+    d = Path(results_dir) / "figures" / stem
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+__all__ = [
+    "KERNEL_NAME",
+    "NOTEBOOK_DIR",
+    "REPO",
+    "RESULTS_DIR",
+    "execute",
+    "figure_dir",
+    "kernel_name",
+    "machine",
+    "notebook_path",
+    "record",
+    "write_json",
+]
