@@ -1241,6 +1241,24 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
         info = machine_info(device)
         if args.grain and not quick:
             return _main_grain(args, info, all_threads, malloc, run_id)
+        common = {
+            "run": run_id,
+            "date": run_id,
+            "quick": quick,
+            "malloc": malloc,
+            "machine": info,
+            "torch": info["torch"],
+            "version": info["turbogelu"],
+            "git": info["git"],
+            "isa": info["isa"],
+        }
+
+        def save(recs: list[dict]) -> None:
+            # each part's rows as soon as it ends: an interrupted run keeps what it measured
+            if args.out and args.out != "-":
+                write_jsonl(args.out, bench_report.add_ratios(recs), common)
+                print(f"appended {len(recs)} rows to {args.out}", file=sys.stderr)
+
         print(describe_machine(info))
         print(
             f"run {run_id} | malloc {malloc} | parts: {', '.join(parts)}"
@@ -1270,6 +1288,7 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
             for r in recs:
                 r["flush"] = bool(args.flush)
             records += recs
+            save(recs)
             print(
                 f"\n## Protocol: {args.size} random elements + 15 edge values, {rounds} batches"
                 f" x {calls} calls, {threads} thread(s), {device}"
@@ -1304,6 +1323,7 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                 progress=progress,
             )
             records += recs
+            save(recs)
             print(
                 f"\n## Size sweep: float32, {rounds} rounds x max(1, min({calls},"
                 f" {SWEEP_ELEMENTS_PER_BATCH} / size)) calls, threads {threads_list}"
@@ -1323,6 +1343,7 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                 print(f"degree: degrees {degrees} at {size} ...", file=sys.stderr)
             recs = run_degree(size, rounds, calls, degrees=degrees, progress=progress)
             records += recs
+            save(recs)
             print(
                 f"\n## Operation count vs time: poly_gelu, float32, {size} elements, 1 thread,"
                 f" {rounds} rounds x {calls} calls ({time.perf_counter() - t0:.0f} s)\n"
@@ -1341,20 +1362,6 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
     elapsed = time.perf_counter() - t_start
     print(f"\ntook {elapsed:.0f} s")
     records = bench_report.add_ratios(records)
-    common = {
-        "run": run_id,
-        "date": run_id,
-        "quick": quick,
-        "malloc": malloc,
-        "machine": info,
-        "torch": info["torch"],
-        "version": info["turbogelu"],
-        "git": info["git"],
-        "isa": info["isa"],
-    }
-    if args.out and args.out != "-":
-        write_jsonl(args.out, records, common)
-        print(f"appended {len(records)} rows to {args.out}", file=sys.stderr)
     if args.plots:
         rows = [{**r, **common} for r in records]
         for path in bench_report.plot_all(rows, args.plots):
