@@ -55,8 +55,11 @@ fit: $(STAMP_ENV)
 codegen: $(STAMP_ENV)
 	$(VPY) -m turbogelu codegen
 
+# The full benchmark (protocol, size sweep, degree curve; < 15 min on the 2-core build
+# machine): results/bench.jsonl (appended), results/bench.md (the tables), results/bench/*.png.
 bench: build
-	$(VPY) -m turbogelu bench --quick
+	mkdir -p results
+	$(VPY) -m turbogelu bench --out results/bench.jsonl --plots results/bench | tee results/bench.md
 
 # The default parameter sweep (experiments/sweeps/default.json) through notebooks/sweep_point
 # with papermill; resumable (finished points are kept). QUICK=1: the file's quick grid.
@@ -69,7 +72,8 @@ sweep: build
 reproduce: build
 	mkdir -p results
 	$(VPY) -m pytest -m "" $(PYTEST_ARGS)
-	$(VPY) -m turbogelu bench --quick --out results/bench_quick.jsonl | tee results/bench_quick.md
+	$(VPY) -m turbogelu bench --quick --no-progress --out results/bench_quick.jsonl \
+	    --plots results/bench_quick | tee results/bench_quick.md
 	@echo "Notebooks, sweeps and the paper are not written yet (see the issues);"
 	@echo "what exists ran: tests, and results/bench_quick.md"
 

@@ -1,23 +1,49 @@
-"""Speed benchmark behind ``python -m turbogelu bench``.
+"""Speed benchmark behind ``python -m turbogelu bench``: the seeds' protocol, the machine's
+limits, sweeps, one long-format results file.
 
-Method (the machines this runs on are shared and noisy, so the method is the point):
+Parts (``--parts``, all by default):
 
-* Every variant (method x dtype x direction) is timed in the same process, interleaved: each
-  round visits every variant once, in an order shuffled per round by a seeded RNG, and times
-  one batch of ``calls`` calls with ``time.perf_counter_ns`` (wall) and ``time.thread_time_ns``
-  (CPU time of this thread). A slow stretch of the machine thus hits all variants alike
-  instead of one of them. Reported: median, p5 and p95 over rounds of the time per call.
-* Inputs are made (seeded) before any timing; each call allocates its output, for every
-  variant alike. Every variant is warmed up first; the garbage collector is off while timing.
-  glibc is told to keep freed memory (see ``steady_malloc``), or a 4 MiB output would cost
-  first-touch page faults in some processes and not in others.
-* The limit rows are what moving the same bytes costs on this machine: a copy (one input, one
-  output) for the forward, ``torch.mul(g, x)`` (two inputs, one output) for the backward.
+* ``protocol``: the TurboGeLU write-up's protocol. 1,048,576 random elements (randn * 3, so
+  that both the polynomial window and the clamped tails are hit) plus the 15 edge values of
+  ``edge_values`` (+-0, +-inf, NaN, +-R and the neighbours of R, the smallest subnormals, the
+  largest finite values), 50 timed batches of 100 calls, one thread, forward and backward,
+  float32 / float16 / bfloat16; methods ``torch exact`` (``F.gelu``), ``torch approx``
+  (``approximate="tanh"``), ``turbogelu``, and beyond the seed: ``turbogelu (Estrin)``,
+  ``torch exact (oneDNN off)``, ``torch.compile exact`` (compiled once, before timing) and
+  the limit rows, what moving the same bytes costs: ``limit: copy``
+  (``empty_like(x).copy_(x)``) and ``limit: stream copy`` (non-temporal stores) for the
+  forward, ``limit: mul`` (``torch.mul(g, x)``) and ``limit: stream read2`` for the backward.
+  The limit of a row is the faster of its limit rows.
+* ``sweep``: float32 over sizes from cache- to DRAM-resident (64K, 1M, 4M, 64M, 256M; sizes
+  whose tensors do not fit in ``--max-memory`` are skipped, and the output says so), output
+  allocated / ``out=`` / in place, 1 thread and all threads; turbogelu, torch exact, limits.
+* ``degree``: operation count against time. Specs of GELU (forward) and GELU' (backward) of
+  every compiled degree (2..12), fitted by least squares on [0, 4.389], timed through
+  ``turbogelu::poly_gelu`` (the shipped templated kernels with coefficients passed at run
+  time) by Horner and by Estrin, beside the shipped op and the limit.
 
-Modes: ``--quick`` (float32/float16/bfloat16, 30 rounds), the default full run (also
-float64, more rounds), and ``--grain`` (1 thread against all threads over sizes, with the
-parallel grain set to 1, to choose the default grain). torch is imported inside functions
-only, so that importing this module (the CLI does) does not import torch.
+Method (shared, noisy machines: the method is the point):
+
+* Variants are interleaved in one process: each round visits every variant of a part (of a
+  size, for the sweep) once, in an order shuffled per round by a seeded RNG, and times one
+  batch of calls. A slow stretch of the machine hits all variants alike. Reported: median
+  (p50), p5 and p95 over rounds of the time per call, wall time and this thread's CPU time
+  (``time.thread_time_ns``; wall well above CPU means the thread was descheduled or waited).
+* Inputs are made (seeded) before timing; every variant is warmed up; the garbage collector
+  is off while timing. glibc is told to keep freed memory (``steady_malloc``) so that an
+  allocating call costs the same in every process; above 32 MiB outputs are mmap'ed, and the
+  sweep's allocating rows then include the page faults of a fresh output (the point of
+  measuring ``out=`` beside them).
+* cuda / mps: the device is synchronized before and after each batch, a cuda batch is timed
+  with ``torch.cuda.Event`` (execution, not enqueue); ``--flush`` writes a buffer twice the
+  size of the last-level cache before every batch (outside the timing). CPU-only rows
+  (oneDNN, streaming stores, the ISA) are left out on a GPU.
+
+Results: one row per kernel x provider x direction x dtype x size x threads x out-mode (plus
+method options) appended to a JSON-lines file (``--out``, default ``results/bench.jsonl``)
+with p50/p5/p95, the machine and the versions; ``turbogelu.bench_report`` draws the tables and
+the plots from that file. torch is imported inside functions only, so importing this module
+(the CLI does) does not import torch.
 """
 
 from __future__ import annotations
@@ -31,31 +57,60 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+
+from . import bench_report
+from .bench_report import (  # noqa: F401  (the notebook's entry points, also from here)
+    add_ratios,
+    degree_table,
+    load,
+    plot_all,
+    plot_bars,
+    plot_degrees,
+    plot_sweep,
+    protocol_table,
+    sweep_table,
+)
 
 DTYPES_QUICK = ("float32", "float16", "bfloat16")
 DTYPES_ALL = (*DTYPES_QUICK, "float64")
+PARTS = ("protocol", "sweep", "degree")
+R_EXACT = 4.389  # the exact-GELU clamp (data/specs/gelu_exact.json)
+SEED_SIZE, SEED_ROUNDS, SEED_CALLS = 1 << 20, 50, 100  # the seed's protocol
+SWEEP_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 26, 1 << 28)
+SWEEP_ELEMENTS_PER_BATCH = 1 << 24  # sweep: calls per batch = clamp(this / size, 1, --calls)
+INPLACE_MAX_CALLS = 16  # in place: the buffer is refilled before each batch (see sweep_variants)
+DEGREES = tuple(range(2, 13))
+DEFAULT_OUT = "results/bench.jsonl"
+DEFAULT_MAX_MEMORY_GIB = 6.0
 METHODS = {
     "forward": (
         "turbogelu",
         "turbogelu (Estrin)",
         "torch exact",
-        "torch tanh",
+        "torch approx",
         "torch exact (oneDNN off)",
-        "copy",
+        "torch.compile exact",
+        "limit: copy",
+        "limit: stream copy",
     ),
     "backward": (
         "turbogelu",
         "turbogelu (Estrin)",
         "torch exact",
-        "torch tanh",
+        "torch approx",
         "torch exact (oneDNN off)",
-        "mul",
+        "torch.compile exact",
+        "limit: mul",
+        "limit: stream read2",
     ),
 }
-LIMIT = {"forward": "copy", "backward": "mul"}
+CPU_ONLY = ("turbogelu (Estrin)", "torch exact (oneDNN off)", "limit: stream copy")
+CPU_ONLY += ("limit: stream read2",)
 GRAIN_SIZES = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 1 << 20)
 GRAIN_ELEMENTS_PER_BATCH = 1 << 21  # --grain: calls per batch = max(--calls, this / size)
 # --grain: more threads count as faster at a size when their median is this much faster and
@@ -66,12 +121,14 @@ GRAIN_MIN_SPEEDUP, GRAIN_MIN_WON = 1.05, 0.75
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """One timed thing: ``fn()`` called ``calls`` times (default: the run's) per batch, with
-    ``context()`` entered around each batch, outside the timed region."""
+    ``context()`` entered around each batch, outside the timed region. ``labels`` are the
+    record's columns (method, direction, dtype, size, ...)."""
 
     key: Hashable
     fn: Callable[[], object]
     context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
     calls: int | None = None
+    labels: dict = dataclasses.field(default_factory=dict, compare=False)
 
 
 @dataclasses.dataclass
@@ -80,6 +137,10 @@ class Timings:
 
     wall: dict[Hashable, list[float]]
     cpu: dict[Hashable, list[float]]
+
+
+class Skipped(Exception):
+    """A variant that cannot run here (the reason is reported, the run goes on)."""
 
 
 # ---------------------------------------------------------------- machine
@@ -96,9 +157,43 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_info() -> dict:
+def _cpu_mhz() -> float | None:
+    """The current clock of CPU 0 (cpufreq, else /proc/cpuinfo; a VM may report its host's
+    nominal clock), or None."""
+    try:
+        khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").read_text()
+        return int(khz) / 1000
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _git_rev() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        rev = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return rev.stdout.strip() or None if rev.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine_info(device: str = "cpu") -> dict:
     import torch
 
+    import turbogelu
     import turbogelu.ops  # noqa: F401  (loads the extension)
 
     backend = next(
@@ -109,27 +204,42 @@ def machine_info() -> dict:
         ),
         "?",
     )
-    return {
+    info = {
         "cpu": _cpu_model(),
+        "cpu_mhz": _cpu_mhz(),
         "logical_cpus": len(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
         "isa": torch.ops.turbogelu._cpu_isa(),
         "isas": list(torch.ops.turbogelu._cpu_isas()),
         "torch": torch.__version__,
+        "turbogelu": turbogelu.__version__,
+        "git": _git_rev(),
         "threads": torch.get_num_threads(),
         "parallel_backend": backend,
         "onednn": bool(torch.backends.mkldnn.is_available()),
+        "onednn_enabled": bool(torch.backends.mkldnn.is_available())
+        and bool(torch.backends.mkldnn.enabled),
         "python": platform.python_version(),
+        "device": device,
     }
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        info["cuda"] = torch.version.cuda
+    elif device == "mps":
+        info["gpu"] = "Apple MPS"
+    return info
 
 
-def _header(info: dict, extra: str) -> str:
+def describe_machine(info: dict) -> str:
+    mhz = f", {info['cpu_mhz']:.0f} MHz" if info.get("cpu_mhz") else ""
+    gpu = f" | GPU: {info['gpu']}" if info.get("gpu") else ""
+    onednn = ("on" if info["onednn_enabled"] else "off") if info["onednn"] else "not available"
     return (
-        f"CPU: {info['cpu']} ({info['logical_cpus']} logical CPUs) | turbogelu ISA: {info['isa']}"
-        f" (available: {', '.join(info['isas'])}) | torch {info['torch']}"
-        f" | threads: {info['threads']} ({info['parallel_backend']})"
-        f" | oneDNN: {'available' if info['onednn'] else 'not available'} | {extra}"
+        f"CPU: {info['cpu']} ({info['logical_cpus']} logical CPUs{mhz}){gpu}"
+        f" | turbogelu ISA: {info['isa']} (available: {', '.join(info['isas'])})"
+        f" | torch {info['torch']} | turbogelu {info['turbogelu']} ({info['git'] or 'no git'})"
+        f" | threads: {info['threads']} ({info['parallel_backend']}) | oneDNN: {onednn}"
     )
 
 
@@ -154,18 +264,113 @@ def steady_malloc() -> bool:
         return False
 
 
+def available_memory() -> int | None:
+    """MemAvailable in bytes (Linux), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 # ---------------------------------------------------------------- timing
 
 
+class _Progress:
+    """tqdm on an interactive stderr, else nothing (the caller prints one line per part)."""
+
+    def __init__(self, total: int, desc: str, enabled: bool):
+        self.bar = None
+        if enabled and total > 0 and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
+            except ImportError:
+                self.bar = None
+                self.simple = (desc, total)
+        self.done = 0
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        elif getattr(self, "simple", None):
+            desc, total = self.simple
+            print(f"\r{desc}: {self.done}/{total}", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif getattr(self, "simple", None):
+            print(file=sys.stderr)
+
+
+class _Clock:
+    """Times one batch on ``device``: wall ns (device execution for cuda: events) and this
+    thread's CPU ns."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.sync = None
+        self.events = None
+        if device.startswith("cuda") or device == "mps":
+            import torch
+
+            if device == "mps":
+                self.sync = torch.mps.synchronize
+            else:
+                dev = torch.device(device)
+                self.sync = lambda: torch.cuda.synchronize(dev)
+                self.events = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
+
+    def time(self, fn: Callable[[], object], n: int) -> tuple[float, float]:
+        sync, events = self.sync, self.events
+        if sync is not None:
+            sync()
+        c0 = time.thread_time_ns()
+        t0 = time.perf_counter_ns()
+        if events is not None:
+            events[0].record()
+        for _ in range(n):
+            fn()
+        if events is not None:
+            events[1].record()
+            events[1].synchronize()
+        elif sync is not None:
+            sync()
+        t1 = time.perf_counter_ns()
+        c1 = time.thread_time_ns()
+        wall = events[0].elapsed_time(events[1]) * 1e6 if events is not None else t1 - t0
+        return wall, c1 - c0
+
+
 def time_interleaved(
-    variants: Sequence[Variant], rounds: int, calls: int, *, warmup: int = 3, seed: int = 0
+    variants: Sequence[Variant],
+    rounds: int,
+    calls: int,
+    *,
+    warmup: int = 3,
+    seed: int = 0,
+    device: str = "cpu",
+    flush: Callable[[], object] | None = None,
+    progress: _Progress | None = None,
 ) -> Timings:
-    """Time every variant once per round, in a per-round shuffled (seeded) order."""
+    """Time every variant once per round, in a per-round shuffled (seeded) order.
+
+    ``flush`` (if given) runs before every batch, outside the timed region."""
     if rounds < 1 or calls < 1:
         raise ValueError(f"rounds and calls must be >= 1, got {rounds} and {calls}")
     keys = [v.key for v in variants]
     if len(set(keys)) != len(keys):
         raise ValueError("variant keys must be unique")
+    clock = _Clock(device)
     wall: dict[Hashable, list[float]] = {k: [] for k in keys}
     cpu: dict[Hashable, list[float]] = {k: [] for k in keys}
     for v in variants:
@@ -180,16 +385,15 @@ def time_interleaved(
         for _ in range(rounds):
             rng.shuffle(order)
             for v in order:
-                fn, n = v.fn, v.calls or calls
+                n = v.calls or calls
                 with v.context():
-                    c0 = time.thread_time_ns()
-                    t0 = time.perf_counter_ns()
-                    for _ in range(n):
-                        fn()
-                    t1 = time.perf_counter_ns()
-                    c1 = time.thread_time_ns()
-                wall[v.key].append((t1 - t0) / n)
-                cpu[v.key].append((c1 - c0) / n)
+                    if flush is not None:
+                        flush()
+                    w, c = clock.time(v.fn, n)
+                wall[v.key].append(w / n)
+                cpu[v.key].append(c / n)
+                if progress is not None:
+                    progress.update()
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -205,16 +409,61 @@ def _quantile(xs: Sequence[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-# ---------------------------------------------------------------- variants
-
-
-def _inputs(dtype: str, size: int, seed: int = 0):
+def make_flush(device: str, nbytes: int | None = None) -> Callable[[], object]:
+    """A function that overwrites a buffer of ``nbytes`` (default: twice the last-level
+    cache: the L2 on cuda, 2 x 32 MiB on a CPU), evicting the benchmark's data."""
     import torch
 
-    torch.manual_seed(seed)
-    x = (torch.randn(size) * 3).to(getattr(torch, dtype))
-    g = torch.randn(size).to(getattr(torch, dtype))
-    return x, g
+    if nbytes is None:
+        if device.startswith("cuda"):
+            nbytes = 2 * torch.cuda.get_device_properties(torch.device(device)).L2_cache_size
+        else:
+            nbytes = 64 << 20
+    buf = torch.empty(max(nbytes // 4, 1), dtype=torch.float32, device=device)
+    return lambda: buf.fill_(1.0)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def edge_values(dtype: str, clamp: float = R_EXACT):
+    """The protocol's 15 edge values in ``dtype`` (a tensor, in this order):
+
+    +0, -0, +inf, -inf, NaN, R, -R, the next value of ``dtype`` above and below R and their
+    negatives, the smallest positive and negative subnormal, and the largest finite value
+    and its negative. R is the exact-GELU clamp rounded to ``dtype``; the neighbours are
+    taken on the bit pattern, so they are the format's own."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    itype = {2: torch.int16, 4: torch.int32, 8: torch.int64}[torch.finfo(dt).bits // 8]
+
+    def step(t, k: int):
+        return (t.view(itype) + k).view(dt)
+
+    r = torch.tensor([clamp], dtype=dt)
+    up, down = step(r, 1), step(r, -1)
+    tiny = torch.zeros(1, dtype=dt).view(itype).add_(1).view(dt)
+    big = torch.tensor([torch.finfo(dt).max], dtype=dt)
+    special = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan")], dtype=dt)
+    return torch.cat([special, r, -r, up, down, -up, -down, tiny, -tiny, big, -big])
+
+
+def make_inputs(dtype: str, size: int, *, edges: bool = False, seed: int = 0, device="cpu"):
+    """x = randn * 3 (+ the 15 edge values at the end), g = randn; made on the CPU (seeded,
+    the same on every device), then moved."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    dt = getattr(torch, dtype)
+    x = (torch.randn(size, generator=gen) * 3).to(dt)
+    if edges:
+        x = torch.cat([x, edge_values(dtype)])
+    g = torch.randn(x.numel(), generator=gen).to(dt)
+    return x.to(device), g.to(device)
+
+
+# ---------------------------------------------------------------- contexts
 
 
 def _onednn_off():
@@ -227,128 +476,19 @@ def _onednn_off():
 
 
 @contextlib.contextmanager
-def _estrin():
-    """Evaluate the polynomial by Estrin's scheme instead of Horner's (the default)."""
+def _scheme(name: str):
+    """Evaluate the polynomial by ``name`` ("horner", the default, or "estrin")."""
     import torch
 
-    previous = torch.ops.turbogelu._set_poly_scheme("estrin")
+    previous = torch.ops.turbogelu._set_poly_scheme(name)
     try:
         yield
     finally:
         torch.ops.turbogelu._set_poly_scheme(previous)
 
 
-def make_variants(direction: str, dtype: str, size: int, *, seed: int = 0) -> list[Variant]:
-    """The rows of one (direction, dtype) group, keyed (direction, dtype, method)."""
-    import torch
-    import torch.nn.functional as F
-
-    import turbogelu.ops  # noqa: F401  (loads the extension)
-
-    x, g = _inputs(dtype, size, seed)
-    tg = torch.ops.turbogelu
-    aten = torch.ops.aten
-    if direction == "forward":
-        fns = {
-            "turbogelu": lambda: tg.gelu(x),
-            "turbogelu (Estrin)": lambda: tg.gelu(x),
-            "torch exact": lambda: F.gelu(x),
-            "torch tanh": lambda: F.gelu(x, approximate="tanh"),
-            "torch exact (oneDNN off)": lambda: F.gelu(x),
-            "copy": lambda: torch.empty_like(x).copy_(x),
-        }
-    elif direction == "backward":
-        fns = {
-            "turbogelu": lambda: tg.gelu_backward(g, x),
-            "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
-            "torch exact": lambda: aten.gelu_backward(g, x),
-            "torch tanh": lambda: aten.gelu_backward(g, x, approximate="tanh"),
-            "torch exact (oneDNN off)": lambda: aten.gelu_backward(g, x),
-            "mul": lambda: torch.mul(g, x),
-        }
-    else:
-        raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
-    assert tuple(fns) == METHODS[direction]
-
-    def context(method: str):
-        if method.endswith("(oneDNN off)"):
-            return _onednn_off
-        if method.endswith("(Estrin)"):
-            return _estrin
-        return contextlib.nullcontext
-
-    return [Variant((direction, dtype, m), fn, context(m)) for m, fn in fns.items()]
-
-
-def summarize(variants: Sequence[Variant], timings: Timings) -> list[dict]:
-    """One row per (direction, dtype, method) variant, in the variants' order."""
-    med = {k: statistics.median(w) for k, w in timings.wall.items()}
-    rows = []
-    for v in variants:
-        direction, dtype, method = v.key
-        w = timings.wall[v.key]
-        m = med[v.key]
-        tg = med.get((direction, dtype, "turbogelu"))
-        limit = med.get((direction, dtype, LIMIT[direction]))
-        rows.append(
-            {
-                "direction": direction,
-                "dtype": dtype,
-                "method": method,
-                "median_us": m / 1e3,
-                "p5_us": _quantile(w, 0.05) / 1e3,
-                "p95_us": _quantile(w, 0.95) / 1e3,
-                "cpu_median_us": statistics.median(timings.cpu[v.key]) / 1e3,
-                "vs_turbogelu": m / tg if tg else None,
-                "per_limit": m / limit if limit else None,
-                "rounds": len(w),
-            }
-        )
-    return rows
-
-
-# ---------------------------------------------------------------- output
-
-
-def _us(t: float) -> str:
-    return f"{t:.0f}" if t >= 1000 else f"{t:.1f}" if t >= 10 else f"{t:.2f}"
-
-
-def _ratio(r: float | None) -> str:
-    return "" if r is None else f"{r:.2f}"
-
-
-def render_table(rows: Sequence[dict]) -> str:
-    lines = [
-        "| direction | dtype | method | median us | p5 | p95 | vs turbogelu | / limit |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['direction']} | {r['dtype']} | {r['method']} | {_us(r['median_us'])}"
-            f" | {_us(r['p5_us'])} | {_us(r['p95_us'])} | {_ratio(r['vs_turbogelu'])}"
-            f" | {_ratio(r['per_limit'])} |"
-        )
-    return "\n".join(lines)
-
-
-def _cpu_note(rows: Sequence[dict]) -> str:
-    worst = max(rows, key=lambda r: r["median_us"] / max(r["cpu_median_us"], 1e-9))
-    ratio = worst["median_us"] / max(worst["cpu_median_us"], 1e-9)
-    return (
-        f"wall / thread CPU time (median): at most {ratio:.2f} ({worst['direction']}"
-        f" {worst['dtype']} {worst['method']}); well above 1 means the thread was descheduled"
-        " or waited on other threads."
-    )
-
-
-def _write_jsonl(path: str, rows: Sequence[dict], common: dict) -> None:
-    with open(path, "a") as f:
-        for r in rows:
-            f.write(json.dumps({**common, **r}) + "\n")
-
-
-# ---------------------------------------------------------------- runs
+def _estrin():
+    return _scheme("estrin")
 
 
 @contextlib.contextmanager
@@ -388,11 +528,478 @@ def _cpu_isa(name: str | None):
         torch.ops.turbogelu._set_cpu_isa(prev)
 
 
-def run_ops(
-    directions: Sequence[str], dtypes: Sequence[str], size: int, rounds: int, calls: int
+def _both(a: Callable, b: Callable) -> Callable:
+    @contextlib.contextmanager
+    def ctx():
+        with a(), b():
+            yield
+
+    return ctx
+
+
+def _compiled(direction: str):
+    """torch.compile of F.gelu (forward) or aten.gelu_backward (backward): one compiled
+    function per call of this, compiled on its first call (which the caller makes before any
+    timing). Raises Skipped with the reason when compilation fails here."""
+    import torch
+    import torch.nn.functional as F
+
+    cfg = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):  # one entry per dtype and size
+        if hasattr(cfg, name):
+            setattr(cfg, name, max(getattr(cfg, name), 256))
+    if direction == "forward":
+        return torch.compile(F.gelu, dynamic=False)
+    return torch.compile(lambda g, x: torch.ops.aten.gelu_backward(g, x), dynamic=False)
+
+
+def _turbogelu_on(device: str) -> str | None:
+    """None when turbogelu has kernels for ``device``, else why not."""
+    import torch
+
+    import turbogelu.ops  # noqa: F401
+
+    if device == "cpu":
+        return None
+    try:
+        torch.ops.turbogelu.gelu(torch.zeros(8, device=device))
+        return None
+    except (RuntimeError, NotImplementedError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return f"turbogelu has no {device} kernel in this build ({first[:120]})"
+
+
+# ---------------------------------------------------------------- variants
+
+
+def _labels(**kw) -> dict:
+    kw.setdefault("kernel", "gelu")
+    kw.setdefault("out_mode", "alloc")
+    return kw
+
+
+def _provider(method: str) -> str:
+    if method.startswith("limit"):
+        return "limit"
+    if method.startswith("torch.compile"):
+        return "torch.compile"
+    return "torch" if method.startswith("torch") else "turbogelu"
+
+
+def make_variants(
+    direction: str,
+    dtype: str,
+    size: int,
+    *,
+    device: str = "cpu",
+    threads: int = 1,
+    methods: Sequence[str] | None = None,
+    edges: bool = True,
+    skipped: list | None = None,
+    seed: int = 0,
+) -> list[Variant]:
+    """The protocol's rows of one (direction, dtype) group, keyed (direction, dtype, method).
+
+    ``methods``: a subset of ``METHODS[direction]`` (default all that run on ``device``).
+    Methods that cannot run (no turbogelu kernel for the device, torch.compile failing) are
+    left out and ``(labels, reason)`` is appended to ``skipped``."""
+    import torch
+    import torch.nn.functional as F
+
+    import turbogelu.ops  # noqa: F401  (loads the extension)
+
+    if direction not in METHODS:
+        raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+    wanted = list(METHODS[direction] if methods is None else methods)
+    unknown = set(wanted) - set(METHODS[direction])
+    if unknown:
+        raise ValueError(f"unknown method(s) {sorted(unknown)} for {direction}")
+    if device != "cpu":
+        wanted = [m for m in wanted if m not in CPU_ONLY]
+    x, g = make_inputs(dtype, size, edges=edges, seed=seed, device=device)
+    n = x.numel()
+    tg = torch.ops.turbogelu
+    aten = torch.ops.aten
+    skipped = [] if skipped is None else skipped
+    no_tg = _turbogelu_on(device)
+    if direction == "forward":
+        fns = {
+            "turbogelu": lambda: tg.gelu(x),
+            "turbogelu (Estrin)": lambda: tg.gelu(x),
+            "torch exact": lambda: F.gelu(x),
+            "torch approx": lambda: F.gelu(x, approximate="tanh"),
+            "torch exact (oneDNN off)": lambda: F.gelu(x),
+            "torch.compile exact": None,
+            "limit: copy": lambda: torch.empty_like(x).copy_(x),
+            "limit: stream copy": lambda: tg._stream_copy(x),
+        }
+    else:
+        fns = {
+            "turbogelu": lambda: tg.gelu_backward(g, x),
+            "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
+            "torch exact": lambda: aten.gelu_backward(g, x),
+            "torch approx": lambda: aten.gelu_backward(g, x, approximate="tanh"),
+            "torch exact (oneDNN off)": lambda: aten.gelu_backward(g, x),
+            "torch.compile exact": None,
+            "limit: mul": lambda: torch.mul(g, x),
+            "limit: stream read2": lambda: tg._stream_read2(g, x),
+        }
+    assert tuple(fns) == METHODS[direction]
+    variants = []
+    for m in wanted:
+        labels = _labels(
+            bench="protocol",
+            provider=_provider(m),
+            method=m,
+            direction=direction,
+            dtype=dtype,
+            size=n,
+            threads=threads,
+            device=device,
+            scheme="estrin" if "Estrin" in m else "horner" if m == "turbogelu" else None,
+            onednn=False if "oneDNN off" in m else None,
+        )
+        fn = fns[m]
+        if m.startswith("turbogelu") and no_tg:
+            skipped.append((labels, no_tg))
+            continue
+        if m == "torch.compile exact":
+            try:
+                cf = _compiled(direction)
+                fn = (lambda cf=cf: cf(x)) if direction == "forward" else (lambda cf=cf: cf(g, x))
+                with _num_threads(threads) if device == "cpu" else contextlib.nullcontext():
+                    fn()  # compiles here, outside any timing
+            except Exception as e:  # noqa: BLE001  (any failure of the compiler: skip the row)
+                reason = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                skipped.append((labels, reason))
+                continue
+        if "oneDNN off" in m:
+            context = _onednn_off
+        elif "Estrin" in m:
+            context = _estrin
+        else:
+            context = contextlib.nullcontext
+        variants.append(Variant((direction, dtype, m), fn, context, labels=labels))
+    return variants
+
+
+def sweep_variants(
+    direction: str,
+    size: int,
+    threads: int,
+    *,
+    dtype: str = "float32",
+    calls: int = 100,
+    inputs: tuple | None = None,
+) -> list[Variant]:
+    """The size sweep's rows at one size and thread count (CPU): turbogelu and torch exact
+    with an allocated output, ``out=`` and (forward, turbogelu) in place, and the limits.
+
+    In place: the buffer is refilled from x before every batch (outside the timing) and a
+    batch has at most ``INPLACE_MAX_CALLS`` calls, so the values stay those of x (repeated
+    GELU would drive them towards subnormals). ``inputs``: (x, g, out) to share between
+    calls (the memory of a 256M sweep), else made here."""
+    import torch
+    import torch.nn.functional as F
+
+    import turbogelu.ops  # noqa: F401
+
+    if inputs is None:
+        x, g = make_inputs(dtype, size)
+        inputs = (x, g, torch.empty_like(x))
+    x, g, out = inputs
+    tg = torch.ops.turbogelu
+    aten = torch.ops.aten
+    n_calls = max(1, min(calls, SWEEP_ELEMENTS_PER_BATCH // size))
+    if direction == "forward":
+        rows = [
+            ("turbogelu", "alloc", lambda: tg.gelu(x)),
+            ("turbogelu", "out", lambda: tg.gelu.out(x, out=out)),
+            ("turbogelu", "inplace", lambda: tg.gelu_(out)),
+            ("torch exact", "alloc", lambda: F.gelu(x)),
+            ("torch exact", "out", lambda: aten.gelu.out(x, out=out)),
+            ("limit: copy", "alloc", lambda: torch.empty_like(x).copy_(x)),
+            ("limit: copy", "out", lambda: out.copy_(x)),
+            ("limit: stream copy", "alloc", lambda: tg._stream_copy(x)),
+        ]
+    elif direction == "backward":
+        rows = [
+            ("turbogelu", "alloc", lambda: tg.gelu_backward(g, x)),
+            ("turbogelu", "out", lambda: tg.gelu_backward.out(g, x, out=out)),
+            ("torch exact", "alloc", lambda: aten.gelu_backward(g, x)),
+            ("torch exact", "out", lambda: aten.gelu_backward.grad_input(g, x, grad_input=out)),
+            ("limit: mul", "alloc", lambda: torch.mul(g, x)),
+            ("limit: mul", "out", lambda: torch.mul(g, x, out=out)),
+            ("limit: stream read2", "alloc", lambda: tg._stream_read2(g, x)),
+        ]
+    else:
+        raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+
+    def threads_ctx():
+        return _num_threads(threads)
+
+    @contextlib.contextmanager
+    def refill():
+        out.copy_(x)
+        with _num_threads(threads):
+            yield
+
+    variants = []
+    for method, mode, fn in rows:
+        inplace = mode == "inplace"
+        labels = _labels(
+            bench="sweep",
+            provider=_provider(method),
+            method=method,
+            direction=direction,
+            dtype=dtype,
+            size=size,
+            threads=threads,
+            device="cpu",
+            out_mode=mode,
+            scheme="horner" if method == "turbogelu" else None,
+        )
+        variants.append(
+            Variant(
+                ("sweep", direction, size, threads, method, mode),
+                fn,
+                refill if inplace else threads_ctx,
+                min(n_calls, INPLACE_MAX_CALLS) if inplace else n_calls,
+                labels,
+            )
+        )
+    return variants
+
+
+def sweep_bytes(size: int, dtype_size: int = 4) -> int:
+    """Peak bytes of ``sweep_variants`` at a size: x, g, the out= buffer and one fresh output
+    (the allocating calls free theirs before the next one)."""
+    return 4 * size * dtype_size
+
+
+def fitted_specs(degrees: Sequence[int] = DEGREES, clamp: float = R_EXACT) -> dict:
+    """{(direction, degree): PolySpec}: least-squares fits of GELU (forward, x/2 + x^2 P(z))
+    and of GELU' (backward, 1/2 + x Q(z)) on [0, clamp], float32 coefficients (ms each)."""
+    from .approx import family_fit
+
+    specs = {}
+    for d in degrees:
+        for direction, target in (("forward", "gelu"), ("backward", "gelu_grad")):
+            specs[(direction, d)] = family_fit.fit_polyspec(
+                target, degree=d, fit_interval=clamp, clamp=clamp, fmt="float32", method="ls"
+            )
+    return specs
+
+
+def degree_variants(
+    size: int, degrees: Sequence[int] = DEGREES, schemes=("horner", "estrin"), threads: int = 1
+) -> list[Variant]:
+    """poly_gelu / poly_gelu_backward with a fitted spec of every degree, by each scheme, at
+    one size (float32), beside the shipped op (degree 8) and the limits."""
+    import torch
+
+    from . import ops
+
+    x, g = make_inputs("float32", size)
+    specs = fitted_specs(degrees)
+    tg = torch.ops.turbogelu
+    variants = []
+
+    def ctx_for(scheme):
+        return _both(lambda: _scheme(scheme), lambda: _num_threads(threads))
+
+    for (direction, d), ps in specs.items():
+        coeffs, clamp, scale = ops.poly_args(ps)
+        if direction == "forward":
+            fn = lambda c=coeffs, r=clamp, s=scale: tg.poly_gelu(x, c, r, s)  # noqa: E731
+        else:
+            fn = lambda c=coeffs, r=clamp, s=scale: tg.poly_gelu_backward(g, x, c, r, s)  # noqa: E731
+        err = ps.meta.get("errors", {}).get("max_abs_error")
+        kernel_form = dataclasses.replace(ps, program="turbogelu")
+        for scheme in schemes:
+            labels = _labels(
+                bench="degree",
+                provider="turbogelu",
+                method=f"poly_gelu degree {d}",
+                direction=direction,
+                dtype="float32",
+                size=size,
+                threads=threads,
+                device="cpu",
+                scheme=scheme,
+                degree=d,
+                op_count=kernel_form.op_count(scheme)["total"],
+                max_abs_error=err,
+            )
+            variants.append(
+                Variant(("degree", direction, d, scheme), fn, ctx_for(scheme), None, labels)
+            )
+    fixed = [
+        ("forward", "turbogelu", lambda: tg.gelu(x)),
+        ("forward", "limit: copy", lambda: torch.empty_like(x).copy_(x)),
+        ("backward", "turbogelu", lambda: tg.gelu_backward(g, x)),
+        ("backward", "limit: mul", lambda: torch.mul(g, x)),
+    ]
+    for direction, method, fn in fixed:
+        labels = _labels(
+            bench="degree",
+            provider=_provider(method),
+            method=method,
+            direction=direction,
+            dtype="float32",
+            size=size,
+            threads=threads,
+            device="cpu",
+            scheme="horner" if method == "turbogelu" else None,
+            degree=8 if method == "turbogelu" else None,
+        )
+        variants.append(Variant(("degree", direction, method), fn, ctx_for("horner"), None, labels))
+    return variants
+
+
+# ---------------------------------------------------------------- records
+
+
+def summarize(variants: Sequence[Variant], timings: Timings, calls: int) -> list[dict]:
+    """One record per variant: its labels, p50/p5/p95 of wall time, p50 of CPU time (us per
+    call), rounds and calls. Ratios are added by ``bench_report.add_ratios``."""
+    records = []
+    for v in variants:
+        w, c = timings.wall[v.key], timings.cpu[v.key]
+        records.append(
+            {
+                **v.labels,
+                "p50_us": statistics.median(w) / 1e3,
+                "p5_us": _quantile(w, 0.05) / 1e3,
+                "p95_us": _quantile(w, 0.95) / 1e3,
+                "cpu_p50_us": statistics.median(c) / 1e3,
+                "rounds": len(w),
+                "calls": v.calls or calls,
+            }
+        )
+    return records
+
+
+def write_jsonl(path: str | Path, records: Sequence[dict], common: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        for r in records:
+            f.write(json.dumps({**r, **common}) + "\n")
+
+
+# ---------------------------------------------------------------- runs
+
+
+def _threads_ctx(device: str, threads: int):
+    return _num_threads(threads) if device == "cpu" else contextlib.nullcontext()
+
+
+def run_protocol(
+    directions: Sequence[str],
+    dtypes: Sequence[str],
+    size: int,
+    rounds: int,
+    calls: int,
+    *,
+    device: str = "cpu",
+    threads: int = 1,
+    methods: Sequence[str] | None = None,
+    flush: Callable[[], object] | None = None,
+    skipped: list | None = None,
+    progress: bool = False,
 ) -> list[dict]:
-    variants = [v for d in directions for t in dtypes for v in make_variants(d, t, size)]
-    return summarize(variants, time_interleaved(variants, rounds, calls))
+    """The protocol's records (all directions x dtypes interleaved in one timing)."""
+    variants = []
+    with _threads_ctx(device, threads):
+        for d in directions:
+            for t in dtypes:
+                ms = None if methods is None else [m for m in methods if m in METHODS[d]]
+                variants += make_variants(
+                    d, t, size, device=device, threads=threads, methods=ms, skipped=skipped
+                )
+        bar = _Progress(rounds * len(variants), "protocol", progress)
+        try:
+            timings = time_interleaved(
+                variants, rounds, calls, device=device, flush=flush, progress=bar
+            )
+        finally:
+            bar.close()
+    return summarize(variants, timings, calls)
+
+
+def run_sweep(
+    sizes: Sequence[int],
+    threads: Sequence[int],
+    directions: Sequence[str],
+    rounds: int,
+    calls: int,
+    *,
+    max_memory: float = DEFAULT_MAX_MEMORY_GIB,
+    skipped: list | None = None,
+    progress: bool = False,
+) -> list[dict]:
+    """The size sweep (float32, CPU): sizes one after the other, every variant of a size
+    (directions x threads x methods x out modes) interleaved. A size whose tensors do not fit
+    in ``max_memory`` GiB (or 80% of the available memory) is skipped and reported."""
+    import torch
+
+    skipped = [] if skipped is None else skipped
+    avail = available_memory()
+    budget = max_memory * (1 << 30)
+    if avail is not None:
+        budget = min(budget, 0.8 * avail)
+    plan = []
+    for size in sizes:
+        need = sweep_bytes(size)
+        if need > budget:
+            reason = (
+                f"needs {need / (1 << 30):.1f} GiB, over the budget of {budget / (1 << 30):.1f}"
+                f" GiB (--max-memory {max_memory:g}, available"
+                f" {'?' if avail is None else f'{avail / (1 << 30):.1f}'} GiB)"
+            )
+            skipped.append(({"bench": "sweep", "size": size, "dtype": "float32"}, reason))
+        else:
+            plan.append(size)
+    n_per_size = sum(len(sweep_variants(d, 1024, 1)) for d in directions) * len(threads)
+    bar = _Progress(rounds * n_per_size * len(plan), "sweep", progress)
+    records = []
+    try:
+        for size in plan:
+            x, g = make_inputs("float32", size)
+            inputs = (x, g, torch.empty_like(x))
+            variants = [
+                v
+                for d in directions
+                for t in threads
+                for v in sweep_variants(d, size, t, calls=calls, inputs=inputs)
+            ]
+            timings = time_interleaved(variants, rounds, calls, warmup=1, progress=bar)
+            records += summarize(variants, timings, calls)
+            del x, g, inputs, variants
+            gc.collect()
+    finally:
+        bar.close()
+    return records
+
+
+def run_degree(
+    size: int,
+    rounds: int,
+    calls: int,
+    *,
+    degrees: Sequence[int] = DEGREES,
+    threads: int = 1,
+    progress: bool = False,
+) -> list[dict]:
+    """Operation count vs time: every degree x scheme x direction interleaved."""
+    variants = degree_variants(size, degrees, threads=threads)
+    bar = _Progress(rounds * len(variants), "degree", progress)
+    try:
+        timings = time_interleaved(variants, rounds, calls, progress=bar)
+    finally:
+        bar.close()
+    return summarize(variants, timings, calls)
 
 
 def run_grain(
@@ -411,7 +1018,7 @@ def run_grain(
     tg = torch.ops.turbogelu
     variants = []
     for size in sizes:
-        x, _ = _inputs("float32", size)
+        x, _ = make_inputs("float32", size)
         n = max(calls, GRAIN_ELEMENTS_PER_BATCH // size)
         for t in (1, threads):
             variants.append(
@@ -419,7 +1026,7 @@ def run_grain(
             )
     # Control: torch's own parallel op, to tell "turbogelu is not parallel" from "the machine
     # has no second CPU to give".
-    xc, _ = _inputs("float32", sizes[-1])
+    xc, _ = make_inputs("float32", sizes[-1])
     nc = max(calls, GRAIN_ELEMENTS_PER_BATCH // sizes[-1])
     for t in (1, threads):
         variants.append(
@@ -468,7 +1075,8 @@ def render_grain_table(rows: Sequence[dict], threads: int) -> str:
     ]
     for r in rows:
         lines.append(
-            f"| {r['size']} | {_us(r['t1_us'])} | {_us(r['tn_us'])} | {r['speedup']:.2f}"
+            f"| {r['size']} | {bench_report.fmt_us(r['t1_us'])}"
+            f" | {bench_report.fmt_us(r['tn_us'])} | {r['speedup']:.2f}"
             f" | {100 * r['tn_faster_rounds']:.0f}% of rounds |"
         )
     return "\n".join(lines)
@@ -477,153 +1085,346 @@ def render_grain_table(rows: Sequence[dict], threads: int) -> str:
 # ---------------------------------------------------------------- CLI
 
 
+def _int_list(text: str) -> list[int]:
+    """'65536,1M,4M,64M,256M' or '2:12' (inclusive)."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if ":" in part:
+            a, b = part.split(":")
+            out += list(range(int(a), int(b) + 1))
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(part[-1:].upper(), 1)
+        out.append(int(part[:-1]) * mult if mult > 1 else int(part))
+    return out
+
+
 def add_arguments(p) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="float32/float16/bfloat16, 30 rounds (the default run adds float64, 60 rounds)",
+        help="a smoke run (< 1 min): the protocol at 10 rounds x 10 calls, a sweep of 64K and"
+        " 1M, the degree curve at 64K",
     )
     p.add_argument(
         "--grain",
         action="store_true",
-        help="measure the parallel-grain crossover (1 thread vs all threads over sizes)",
+        help="only measure the parallel-grain crossover (1 thread vs all threads over sizes)",
     )
-    p.add_argument("--size", type=int, default=1 << 20, help="elements (default 1048576)")
     p.add_argument(
-        "--rounds", type=int, default=None, help="rounds (default 30 quick, 60 full, 50 grain)"
+        "--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (all)"
     )
-    p.add_argument("--calls", type=int, default=20, help="calls per timed batch (default 20)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
+    p.add_argument(
+        "--size",
+        type=int,
+        default=SEED_SIZE,
+        help="protocol / degree elements (default 1048576; the protocol adds 15 edge values)",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=None, help="protocol rounds (50; --quick 10; --grain 50)"
+    )
+    p.add_argument(
+        "--calls", type=int, default=None, help="calls per timed batch (100; --quick 10; grain 20)"
+    )
     p.add_argument(
         "--dtypes",
         default=None,
-        help="comma-separated, e.g. float32,bfloat16 (default: float32,float16,bfloat16"
-        " with --quick, also float64 otherwise)",
+        help="protocol dtypes, comma-separated (default float32,float16,bfloat16)",
     )
     p.add_argument("--direction", choices=("forward", "backward", "both"), default="both")
     p.add_argument(
         "--threads",
         type=int,
         default=None,
-        help="intra-op threads (default 1; with --grain, the threads compared to 1: all)",
+        help="protocol intra-op threads (default 1; with --grain, the threads compared to 1: all)",
     )
+    p.add_argument(
+        "--methods", default=None, help="protocol methods, comma-separated (default all)"
+    )
+    p.add_argument("--no-compile", action="store_true", help="leave out torch.compile rows")
+    p.add_argument(
+        "--sweep-sizes", default=None, help="e.g. 64K,1M,4M,64M,256M (default; --quick 64K,1M)"
+    )
+    p.add_argument(
+        "--sweep-threads", default="1,all", help="thread counts of the sweep (default 1,all)"
+    )
+    p.add_argument("--sweep-rounds", type=int, default=None, help="(20; --quick 5)")
+    p.add_argument(
+        "--max-memory",
+        type=float,
+        default=DEFAULT_MAX_MEMORY_GIB,
+        help="GiB the sweep may hold; larger sizes are skipped"
+        f" (default {DEFAULT_MAX_MEMORY_GIB:g})",
+    )
+    p.add_argument("--degrees", default="2:12", help="degree curve, e.g. 2:12 or 4,8 (2:12)")
+    p.add_argument(
+        "--degree-size", type=int, default=None, help="degree curve elements (--size; quick 64K)"
+    )
+    p.add_argument("--degree-rounds", type=int, default=None, help="(30; --quick 5)")
     p.add_argument("--isa", default=None, help="run turbogelu under this ISA (avx512|avx2|scalar)")
-    p.add_argument("--out", default=None, help="also append the results as JSON lines here")
+    p.add_argument(
+        "--flush",
+        action="store_true",
+        help="protocol: overwrite 2x the last-level cache before every batch (GPU: L2)",
+    )
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help=f"append the results (JSON lines) here (default {DEFAULT_OUT}; '-': do not write)",
+    )
+    p.add_argument("--plots", default=None, metavar="DIR", help="write the PNG figures here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--malloc",
         choices=("steady", "default"),
         default="steady",
-        help="steady (default): glibc keeps freed memory, so output allocation never page-faults"
-        "; default: leave glibc's moving thresholds as they are",
+        help="steady (default): glibc keeps freed memory, so output allocation below 32 MiB"
+        " never page-faults; default: leave glibc's moving thresholds as they are",
     )
 
 
-def main(args) -> int:
+def _error(msg: str) -> int:
+    print(f"bench: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
     import torch
 
     import turbogelu.ops  # noqa: F401
 
+    device = args.device
+    on_cpu = device == "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        return _error(f"--device {device}: CUDA is not available here")
+    if device == "mps" and not torch.backends.mps.is_available():
+        return _error("--device mps: MPS is not available here")
+    if not (on_cpu or device.startswith("cuda") or device == "mps"):
+        return _error(f"--device must be cpu, cuda[:N] or mps, got {device!r}")
     if args.isa is not None and args.isa not in torch.ops.turbogelu._cpu_isas():
-        print(
-            f"bench: ISA {args.isa!r} not available here; choose from "
-            f"{', '.join(torch.ops.turbogelu._cpu_isas())}",
-            file=sys.stderr,
+        return _error(
+            f"ISA {args.isa!r} not available here; choose from "
+            f"{', '.join(torch.ops.turbogelu._cpu_isas())}"
         )
-        return 2
-    dtypes = (
-        tuple(args.dtypes.split(",")) if args.dtypes else DTYPES_QUICK if args.quick else DTYPES_ALL
-    )
+    dtypes = tuple(args.dtypes.split(",")) if args.dtypes else DTYPES_QUICK
     bad = [d for d in dtypes if d not in DTYPES_ALL]
     if bad:
-        print(f"bench: unsupported dtype(s) {bad}; choose from {DTYPES_ALL}", file=sys.stderr)
-        return 2
+        return _error(f"unsupported dtype(s) {bad}; choose from {DTYPES_ALL}")
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if set(parts) - set(PARTS):
+        return _error(f"unknown part(s) {sorted(set(parts) - set(PARTS))}; choose from {PARTS}")
+    if not on_cpu:
+        parts = [p for p in parts if p == "protocol"]  # the sweep and degree parts: CPU
+    methods = args.methods.split(",") if args.methods else None
+    if methods is not None:
+        known = set(METHODS["forward"]) | set(METHODS["backward"])
+        if set(methods) - known:
+            return _error(f"unknown method(s) {sorted(set(methods) - known)}")
+    if args.no_compile:
+        methods = [
+            m
+            for m in (methods or {*METHODS["forward"], *METHODS["backward"]})
+            if "compile" not in m
+        ]
     directions = ("forward", "backward") if args.direction == "both" else (args.direction,)
-    date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    all_threads = max(2, torch.get_num_threads())
-    run_ops_table = args.quick or not args.grain
+    all_threads = torch.get_num_threads()
+    quick = args.quick
+    progress = not args.no_progress
     malloc = "steady" if args.malloc == "steady" and steady_malloc() else "default"
+    run_id = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    skipped: list = []
+    records: list[dict] = []
+    t_start = time.perf_counter()
 
     with _cpu_isa(args.isa):
-        if run_ops_table:
-            rounds = args.rounds or (30 if args.quick else 60)
+        info = machine_info(device)
+        if args.grain and not quick:
+            return _main_grain(args, info, all_threads, malloc, run_id)
+        common = {
+            "run": run_id,
+            "date": run_id,
+            "quick": quick,
+            "malloc": malloc,
+            "machine": info,
+            "torch": info["torch"],
+            "version": info["turbogelu"],
+            "git": info["git"],
+            "isa": info["isa"],
+        }
+
+        def save(recs: list[dict]) -> None:
+            # each part's rows as soon as it ends: an interrupted run keeps what it measured
+            if args.out and args.out != "-":
+                write_jsonl(args.out, bench_report.add_ratios(recs), common)
+                print(f"appended {len(recs)} rows to {args.out}", file=sys.stderr)
+
+        print(describe_machine(info))
+        print(
+            f"run {run_id} | malloc {malloc} | parts: {', '.join(parts)}"
+            + (" | QUICK (smoke-test sizes; not for the note)" if quick else "")
+        )
+        if "protocol" in parts:
+            rounds = args.rounds or (10 if quick else SEED_ROUNDS)
+            calls = args.calls or (10 if quick else SEED_CALLS)
             threads = args.threads or 1
+            flush = make_flush(device) if args.flush else None
             t0 = time.perf_counter()
-            with _num_threads(threads):
-                info = machine_info()
-                rows = run_ops(directions, dtypes, args.size, rounds, args.calls)
-            elapsed = time.perf_counter() - t0
-            extra = f"size {args.size}, {rounds} rounds x {args.calls} calls, malloc {malloc}"
-            print(_header(info, extra))
-            print()
-            print(render_table(rows))
-            print()
-            print(
-                "vs turbogelu = method median / turbogelu median (> 1: turbogelu is faster);"
-                " / limit = median / median of copy (forward) or mul (backward), same dtype."
+            if progress:
+                print(f"protocol: {rounds} rounds x {calls} calls ...", file=sys.stderr)
+            recs = run_protocol(
+                directions,
+                dtypes,
+                args.size,
+                rounds,
+                calls,
+                device=device,
+                threads=threads,
+                methods=methods,
+                flush=flush,
+                skipped=skipped,
+                progress=progress,
             )
-            print(_cpu_note(rows))
-            print(f"took {elapsed:.1f} s")
-            if args.out:
-                common = {"bench": "ops", "size": args.size, "threads": threads, "date": date}
-                common |= {"malloc": malloc}
-                common |= {k: info[k] for k in ("cpu", "isa", "torch")}
-                _write_jsonl(args.out, [{**r, "calls": args.calls} for r in rows], common)
-        if args.grain:
-            if run_ops_table:
-                print()
-            rounds = args.rounds or 50
-            threads = args.threads or all_threads
+            for r in recs:
+                r["flush"] = bool(args.flush)
+            records += recs
+            save(recs)
+            print(
+                f"\n## Protocol: {args.size} random elements + 15 edge values, {rounds} batches"
+                f" x {calls} calls, {threads} thread(s), {device}"
+                f"{', cache flushed before each batch' if args.flush else ''}"
+                f" ({time.perf_counter() - t0:.0f} s)\n"
+            )
+            print(bench_report.protocol_table(bench_report.add_ratios(recs)))
+            print()
+            print(bench_report.protocol_notes(recs))
+        if "sweep" in parts:
+            sizes = (
+                _int_list(args.sweep_sizes)
+                if args.sweep_sizes
+                else ([1 << 16, 1 << 20] if quick else list(SWEEP_SIZES))
+            )
+            threads_list = sorted(
+                {all_threads if t == "all" else int(t) for t in args.sweep_threads.split(",")}
+            )
+            rounds = args.sweep_rounds or (5 if quick else 20)
+            calls = args.calls or (10 if quick else SEED_CALLS)
             t0 = time.perf_counter()
-            info = machine_info()
-            rows, crossover, control = run_grain(GRAIN_SIZES, threads, rounds, args.calls)
-            elapsed = time.perf_counter() - t0
-            print(
-                _header(
-                    info,
-                    f"grain: float32 forward, grain 1, {rounds} rounds x"
-                    f" max({args.calls}, {GRAIN_ELEMENTS_PER_BATCH} / size) calls, malloc {malloc}",
-                )
+            if progress:
+                print(f"sweep: sizes {sizes}, threads {threads_list} ...", file=sys.stderr)
+            recs = run_sweep(
+                sizes,
+                threads_list,
+                directions,
+                rounds,
+                calls,
+                max_memory=args.max_memory,
+                skipped=skipped,
+                progress=progress,
             )
-            print()
-            print(render_grain_table(rows, threads))
-            print()
-            if crossover is None:
-                print(f"{threads} threads are not faster at the largest size measured.")
-            else:
-                print(f"{threads} threads are faster from {crossover} elements on.")
+            records += recs
+            save(recs)
             print(
-                f"(faster: median speedup >= {GRAIN_MIN_SPEEDUP} and faster in >="
-                f" {100 * GRAIN_MIN_WON:.0f}% of rounds, at that size and every larger one)"
+                f"\n## Size sweep: float32, {rounds} rounds x max(1, min({calls},"
+                f" {SWEEP_ELEMENTS_PER_BATCH} / size)) calls, threads {threads_list}"
+                f" ({time.perf_counter() - t0:.0f} s)\n"
             )
-            c1, cn, cs = control
+            print(bench_report.sweep_table(bench_report.add_ratios(recs)))
+        if "degree" in parts:
+            size = args.degree_size or ((1 << 16) if quick else args.size)
+            rounds = args.degree_rounds or (5 if quick else 30)
+            calls = args.calls or (10 if quick else 20)
+            degrees = _int_list(args.degrees)
+            compiled = list(torch.ops.turbogelu._poly_degrees())
+            if set(degrees) - set(compiled):
+                return _error(f"degrees {sorted(set(degrees) - set(compiled))} not compiled")
+            t0 = time.perf_counter()
+            if progress:
+                print(f"degree: degrees {degrees} at {size} ...", file=sys.stderr)
+            recs = run_degree(size, rounds, calls, degrees=degrees, progress=progress)
+            records += recs
+            save(recs)
             print(
-                f"control, torch F.gelu at {GRAIN_SIZES[-1]} elements: 1 thread {_us(c1)} us,"
-                f" {threads} threads {_us(cn)} us, speedup {cs:.2f}"
+                f"\n## Operation count vs time: poly_gelu, float32, {size} elements, 1 thread,"
+                f" {rounds} rounds x {calls} calls ({time.perf_counter() - t0:.0f} s)\n"
             )
-            if rows[-1]["speedup"] < 1.15 and cs > 1.3:
-                print(
-                    f"WARNING: torch's own op runs faster on {threads} threads but turbogelu does"
-                    " not: is the extension built without OpenMP? (without -fopenmp,"
-                    " at::parallel_for runs serially, so the table says nothing about the grain)"
-                )
-            print(f"took {elapsed:.1f} s")
-            if args.out:
-                common = {"bench": "grain", "dtype": "float32", "direction": "forward"}
-                common |= {"method": "turbogelu", "grain": 1, "date": date, "malloc": malloc}
-                common |= {k: info[k] for k in ("cpu", "isa", "torch")}
-                long = [
-                    {
-                        "size": r["size"],
-                        "threads": t,
-                        "median_us": r[f"{c}_us"],
-                        "p5_us": r[f"{c}_p5_us"],
-                        "p95_us": r[f"{c}_p95_us"],
-                        "calls": r["calls"],
-                        "rounds": rounds,
-                    }
-                    for r in rows
-                    for t, c in ((1, "t1"), (threads, "tn"))
-                ]
-                _write_jsonl(args.out, long, common)
+            print(bench_report.degree_table(bench_report.add_ratios(recs)))
+
+    if skipped:
+        print("\nSkipped:")
+        for labels, reason in skipped:
+            what = " ".join(
+                str(labels[k])
+                for k in ("bench", "direction", "dtype", "method", "size")
+                if k in labels
+            )
+            print(f"- {what}: {reason}")
+    elapsed = time.perf_counter() - t_start
+    print(f"\ntook {elapsed:.0f} s")
+    records = bench_report.add_ratios(records)
+    if args.plots:
+        rows = [{**r, **common} for r in records]
+        for path in bench_report.plot_all(rows, args.plots):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _main_grain(args, info: dict, all_threads: int, malloc: str, run_id: str) -> int:
+    rounds = args.rounds or 50
+    calls = args.calls or 20
+    threads = args.threads or max(2, all_threads)
+    t0 = time.perf_counter()
+    rows, crossover, control = run_grain(GRAIN_SIZES, threads, rounds, calls)
+    elapsed = time.perf_counter() - t0
+    print(describe_machine(info))
+    print(
+        f"grain: float32 forward, grain 1, {rounds} rounds x max({calls},"
+        f" {GRAIN_ELEMENTS_PER_BATCH} / size) calls, malloc {malloc}"
+    )
+    print()
+    print(render_grain_table(rows, threads))
+    print()
+    if crossover is None:
+        print(f"{threads} threads are not faster at the largest size measured.")
+    else:
+        print(f"{threads} threads are faster from {crossover} elements on.")
+    print(
+        f"(faster: median speedup >= {GRAIN_MIN_SPEEDUP} and faster in >="
+        f" {100 * GRAIN_MIN_WON:.0f}% of rounds, at that size and every larger one)"
+    )
+    c1, cn, cs = control
+    print(
+        f"control, torch F.gelu at {GRAIN_SIZES[-1]} elements: 1 thread"
+        f" {bench_report.fmt_us(c1)} us, {threads} threads {bench_report.fmt_us(cn)} us,"
+        f" speedup {cs:.2f}"
+    )
+    if rows[-1]["speedup"] < 1.15 and cs > 1.3:
+        print(
+            f"WARNING: torch's own op runs faster on {threads} threads but turbogelu does"
+            " not: is the extension built without OpenMP? (without -fopenmp,"
+            " at::parallel_for runs serially, so the table says nothing about the grain)"
+        )
+    print(f"took {elapsed:.1f} s")
+    if args.out and args.out != "-":
+        common = {"bench": "grain", "dtype": "float32", "direction": "forward", "kernel": "gelu"}
+        common |= {"provider": "turbogelu", "method": "turbogelu", "out_mode": "alloc"}
+        common |= {"grain": 1, "run": run_id, "date": run_id, "malloc": malloc, "machine": info}
+        common |= {"torch": info["torch"], "version": info["turbogelu"], "isa": info["isa"]}
+        common |= {"device": "cpu"}
+        long = [
+            {
+                "size": r["size"],
+                "threads": t,
+                "p50_us": r[f"{c}_us"],
+                "p5_us": r[f"{c}_p5_us"],
+                "p95_us": r[f"{c}_p95_us"],
+                "calls": r["calls"],
+                "rounds": rounds,
+            }
+            for r in rows
+            for t, c in ((1, "t1"), (threads, "tn"))
+        ]
+        write_jsonl(args.out, long, common)
     return 0
 
 

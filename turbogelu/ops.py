@@ -20,6 +20,7 @@ polynomial; gradcheck holds for it).
 from __future__ import annotations
 
 import contextlib
+import math
 
 import torch
 
@@ -217,3 +218,79 @@ def use_cpu_isa(name: str):
         yield
     finally:
         _ops._set_cpu_isa(previous)
+
+
+# ---------------------------------------------------------------- runtime coefficients
+# turbogelu::poly_gelu / poly_gelu_backward (kernels/cpu/poly_ops.cpp): the same kernels with
+# a coefficient set given at run time, for any compiled degree (2 to 12), so experiments time
+# fitted specs without rebuilding. Not part of the autograd surface.
+
+
+def _check_poly_fake(coeffs, clamp, scale, op: str) -> None:
+    if coeffs.dtype != torch.float32 or coeffs.dim() != 1:
+        raise TypeError(f"turbogelu.{op}: coeffs must be a 1-D float32 tensor")
+    if not (math.isfinite(clamp) and clamp > 0 and math.isfinite(scale)):
+        raise ValueError(f"turbogelu.{op}: clamp must be positive and finite, scale finite")
+
+
+@torch.library.register_fake("turbogelu::poly_gelu")
+def _poly_gelu_fake(x, coeffs, clamp, scale):
+    _check_poly_fake(coeffs, clamp, scale, "poly_gelu")
+    _check_dtype(x, "poly_gelu")
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("turbogelu::poly_gelu_backward")
+def _poly_gelu_backward_fake(grad, x, coeffs, clamp, scale):
+    _check_poly_fake(coeffs, clamp, scale, "poly_gelu_backward")
+    _check_backward_fake(grad, x)
+    return torch.empty_like(x)
+
+
+# Benchmark probes (kernels/cpu/stream_ops.cpp): bytes moved with streaming stores.
+@torch.library.register_fake("turbogelu::_stream_copy")
+def _stream_copy_fake(x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("turbogelu::_stream_read2")
+def _stream_read2_fake(a, b):
+    if a.shape != b.shape or a.dtype != b.dtype:
+        raise RuntimeError("turbogelu._stream_read2: a and b must have the same shape and dtype")
+    return torch.empty_like(a, memory_format=torch.contiguous_format)
+
+
+def poly_degrees() -> list[int]:
+    """Degrees of P with compiled kernels (what ``poly_gelu`` accepts)."""
+    return list(_ops._poly_degrees())
+
+
+def poly_args(spec) -> tuple[torch.Tensor, float, float]:
+    """``(coeffs, clamp, scale)`` for ``poly_gelu`` from a ``turbogelu.approx.PolySpec``.
+
+    The kernels compute ``x * fma(x, P(z), 1/2)`` (forward) and ``fma(x, P(z), 1/2)``
+    (backward) with ``z = fma(x*x, scale, -1)``: the PolySpec forms with variable "y", shift,
+    and factor 2 for an "x/2 + even" target (GELU) or factor 1 for a "1/2 + odd" one (GELU').
+    The result is ``polyspec.replay(spec.with program "turbogelu", precision="float32")``.
+    """
+    red = spec.tgt.reduction
+    want = {"x/2 + even": 2, "1/2 + odd": 1}.get(red)
+    if spec.variable != "y" or not spec.shift or spec.factor != want:
+        raise ValueError(
+            "turbogelu.poly_args: the kernels evaluate x/2 + x^2 P(z) or 1/2 + x P(z) with "
+            "z = x^2 * scale - 1 (variable 'y', shift, factor 2 or 1); got " + spec.describe()
+        )
+    if not math.isfinite(spec.clamp):
+        raise ValueError("turbogelu.poly_args: the spec needs a finite clamp")
+    coeffs = torch.tensor(spec.coefficients, dtype=torch.float64).to(torch.float32)
+    return coeffs, float(spec.clamp), float(spec.scale)
+
+
+def poly_gelu(x: torch.Tensor, spec) -> torch.Tensor:
+    """The forward kernel with ``spec``'s coefficients (a GELU-like "x/2 + even" PolySpec)."""
+    return _ops.poly_gelu(x, *poly_args(spec))
+
+
+def poly_gelu_backward(grad: torch.Tensor, x: torch.Tensor, spec) -> torch.Tensor:
+    """The backward kernel, ``grad * (1/2 + x P(z))``, with a "1/2 + odd" spec's coefficients."""
+    return _ops.poly_gelu_backward(grad, x, *poly_args(spec))

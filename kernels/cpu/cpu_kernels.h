@@ -41,8 +41,9 @@ const KernelTable* avx2_table();
 const KernelTable* avx512_table();
 
 // Degrees (of P) with compiled kernels. A list rather than one value so that experiments can
-// time other fitted specs through the same code; each degree costs compile time.
-#define TG_KERNEL_DEGREES(X) X(8)
+// time other fitted specs through the same code (turbogelu::poly_gelu, poly_ops.cpp: the
+// benchmark's operation-count curve); each degree costs compile time. The shipped specs use 8.
+#define TG_KERNEL_DEGREES(X) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)
 
 }  // namespace cpu
 }  // namespace turbogelu

@@ -360,6 +360,26 @@ void gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
 
 }  // namespace
 
+// Entry points for the other operator files (poly_ops.cpp: coefficients given at run time).
+// The same path as gelu / gelu_backward: current instruction set, scheme and grain.
+namespace cpu {
+
+at::Tensor forward_with(const at::Tensor& x, const PolyCoeffs& k) {
+  check_cpu(x, "poly_gelu", "x");
+  at::Tensor out = at::empty_like(x);
+  launch_forward(in_layout_of(x, out), out, k);
+  return out;
+}
+
+at::Tensor backward_with(const at::Tensor& grad, const at::Tensor& x, const PolyCoeffs& k) {
+  check_backward_args(grad, x);
+  at::Tensor out = at::empty_like(x);
+  launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
+  return out;
+}
+
+}  // namespace cpu
+
 TORCH_LIBRARY(turbogelu, m) {
   // `backward` picks the coefficients autograd uses for this call: "default" (the more
   // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative

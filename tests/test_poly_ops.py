@@ -1,0 +1,116 @@
+"""turbogelu::poly_gelu / poly_gelu_backward: the shipped kernels with coefficients passed at
+run time (kernels/cpu/poly_ops.cpp), which the benchmark uses to time specs of any degree."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from turbogelu import ops
+from turbogelu.approx import family_fit, polyspec
+
+tg = torch.ops.turbogelu
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _x(n=40_000, dtype=torch.float32):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, generator=g) * 3
+    special = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 4.389, -4.389, 1e-40, -1e-40]
+    return torch.cat([x, torch.tensor(special)]).to(dtype)
+
+
+def _bits(t):
+    return t.view(torch.int16 if t.element_size() == 2 else torch.int32)
+
+
+@pytest.fixture(params=["horner", "estrin"])
+def scheme(request):
+    prev = tg._set_poly_scheme(request.param)
+    yield request.param
+    tg._set_poly_scheme(prev)
+
+
+def test_degrees_compiled():
+    assert ops.poly_degrees() == list(range(2, 13))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["none", "tanh"])
+def test_shipped_spec_is_bit_identical_to_the_shipped_op(dtype, mode, scheme):
+    x = _x(dtype=dtype)
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    fwd = polyspec.turbogelu_form(mode, "forward")
+    assert torch.equal(_bits(ops.poly_gelu(x, fwd)), _bits(tg.gelu(x, mode)))
+    for part, backward in (("backward_direct", "direct"), ("backward_matched", "matched")):
+        bwd = polyspec.turbogelu_form(mode, part)
+        got = ops.poly_gelu_backward(g, x, bwd)
+        assert torch.equal(_bits(got), _bits(tg.gelu_backward(g, x, mode, backward)))
+
+
+@pytest.mark.parametrize("degree", [2, 5, 12])
+def test_other_specs_match_the_replay(degree, scheme):
+    x = _x()
+    for target in ("gelu", "gelu_grad"):
+        ps = family_fit.fit_polyspec(
+            target, degree=degree, fit_interval=3.75, clamp=4.0, fmt="float32", method="ls",
+            replay=False,
+        )  # fmt: skip
+        want = polyspec.replay(
+            dataclasses.replace(ps, program="turbogelu"), x.numpy(), scheme=scheme
+        )
+        if target == "gelu":
+            got = ops.poly_gelu(x, ps)
+        else:
+            got = ops.poly_gelu_backward(torch.ones_like(x), x, ps)
+        np.testing.assert_array_equal(got.numpy().view(np.int32), want.view(np.int32))
+
+
+def test_every_isa_gives_the_same_bits():
+    x = _x()
+    ps = family_fit.fit_polyspec("gelu", degree=6, fit_interval=4.0, fmt="float32", method="ls")
+    results = []
+    for isa in ops.cpu_isas_available():
+        with ops.use_cpu_isa(isa):
+            results.append(_bits(ops.poly_gelu(x, ps)))
+    assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+def test_errors():
+    x = _x(100)
+    c = torch.ones(14)  # degree 13: not compiled
+    with pytest.raises(ValueError, match="degree 13"):
+        tg.poly_gelu(x, c, 4.0, 0.1)
+    with pytest.raises(TypeError, match="float32"):
+        tg.poly_gelu(x, torch.ones(5, dtype=torch.float64), 4.0, 0.1)
+    with pytest.raises(ValueError, match="clamp"):
+        tg.poly_gelu(x, torch.ones(5), -1.0, 0.1)
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        tg.poly_gelu(torch.arange(4), torch.ones(5), 4.0, 0.1)
+    odd = family_fit.fit_polyspec("tanh", degree=3, fit_interval=4.0, fmt="float32")
+    with pytest.raises(ValueError, match="kernels evaluate"):
+        ops.poly_args(odd)
+
+
+def test_opcheck():
+    ps = polyspec.turbogelu_form()
+    coeffs, clamp, scale = ops.poly_args(ps)
+    for dtype in DTYPES:
+        x = (torch.randn(257, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
+        torch.library.opcheck(tg.poly_gelu, (x, coeffs, clamp, scale))
+        torch.library.opcheck(tg.poly_gelu_backward, (torch.ones_like(x), x, coeffs, clamp, scale))
+        torch.library.opcheck(tg._stream_copy, (x,))
+        torch.library.opcheck(tg._stream_read2, (x, x))
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 100_003])
+def test_stream_probes(n):
+    x = torch.randn(n + 1)[1:]  # misaligned by 4 bytes
+    y = torch.randn(n)
+    assert torch.equal(tg._stream_copy(x), x)
+    want = (x.view(torch.int32) ^ y.view(torch.int32)).view(torch.float32)
+    assert torch.equal(_bits(tg._stream_read2(x, y)), _bits(want))
+    assert tg._stream_isa() in ("avx512", "sse2", "none")

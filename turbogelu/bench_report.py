@@ -1,0 +1,441 @@
+"""Tables and figures of the benchmark, drawn from its long-format results file.
+
+``python -m turbogelu bench`` appends one JSON object per timed row to a file (default
+``results/bench.jsonl``); everything here reads such rows (a path or a list of dicts), so a
+notebook draws the same tables and plots as the CLI:
+
+    from turbogelu import bench_report as br
+    rows = br.load("results/bench.jsonl")           # the last run in the file
+    print(br.protocol_table(rows))
+    br.plot_bars(rows, "forward", "fig/bars_forward.png")
+    br.plot_sweep(rows, "forward", "fig/sweep_forward.png")
+    br.plot_degrees(rows, "fig/degrees.png")
+
+Ratios (``add_ratios``): within a group (bench, direction, dtype, size, threads, device,
+out mode), ``vs_turbogelu`` = p50 / p50 of the "turbogelu" row (the seed's "speedup vs
+turbo": above 1, turbogelu is faster), ``limit_us`` = the fastest limit row of the group (for
+``out=`` and in place: of the ``out=`` limit rows), ``per_limit`` = p50 / limit_us.
+No torch and no matplotlib at import.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+DIRECTIONS = ("forward", "backward")
+PROTOCOL_ORDER = (
+    "torch exact",
+    "torch approx",
+    "turbogelu",
+    "turbogelu (Estrin)",
+    "torch exact (oneDNN off)",
+    "torch.compile exact",
+    "limit: copy",
+    "limit: stream copy",
+    "limit: mul",
+    "limit: stream read2",
+)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load(path: str | Path, run: str | None = "last") -> list[dict]:
+    """The rows of ``path``: of its last run (``run="last"``), of one run id, or all (None)."""
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    if run is None or not rows:
+        return rows
+    if run == "last":
+        run = rows[-1].get("run")
+    return [r for r in rows if r.get("run") == run]
+
+
+def _rows(src) -> list[dict]:
+    return load(src) if isinstance(src, (str, Path)) else list(src)
+
+
+def _group(r: dict, mode: str | None = None) -> tuple:
+    return (
+        r.get("bench"),
+        r.get("direction"),
+        r.get("dtype"),
+        r.get("size"),
+        r.get("threads"),
+        r.get("device", "cpu"),
+        r.get("out_mode", "alloc") if mode is None else mode,
+        r.get("run"),
+    )
+
+
+def add_ratios(rows: Iterable[dict]) -> list[dict]:
+    """Copies of the rows with ``vs_turbogelu``, ``limit_us``, ``per_limit``, ``ns_per_elem``."""
+    rows = [dict(r) for r in rows]
+    turbo, limit = {}, defaultdict(list)
+    for r in rows:
+        if r.get("method") == "turbogelu":
+            turbo[_group(r)] = r["p50_us"]
+        if r.get("provider") == "limit":
+            limit[_group(r)].append(r["p50_us"])
+    for r in rows:
+        mode = r.get("out_mode", "alloc")
+        t = turbo.get(_group(r))
+        lims = limit.get(_group(r, "out" if mode == "inplace" else mode))
+        r["vs_turbogelu"] = r["p50_us"] / t if t else None
+        r["limit_us"] = min(lims) if lims else None
+        r["per_limit"] = r["p50_us"] / r["limit_us"] if lims else None
+        r["ns_per_elem"] = 1e3 * r["p50_us"] / r["size"] if r.get("size") else None
+    return rows
+
+
+# ---------------------------------------------------------------- tables
+
+
+def fmt_us(t: float | None) -> str:
+    if t is None:
+        return ""
+    return f"{t:.0f}" if t >= 1000 else f"{t:.1f}" if t >= 10 else f"{t:.2f}"
+
+
+def _x(r: float | None) -> str:
+    return "" if r is None else f"{r:.2f}x"
+
+
+def _r(r: float | None) -> str:
+    return "" if r is None else f"{r:.2f}"
+
+
+def _order(method: str) -> int:
+    return PROTOCOL_ORDER.index(method) if method in PROTOCOL_ORDER else len(PROTOCOL_ORDER)
+
+
+def protocol_table(src) -> str:
+    """The seed's table (direction, dtype, method, median us/op, p5, p95, speedup vs turbo)
+    with the limit ratio beside every row."""
+    rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "protocol"]
+    dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
+    rows.sort(
+        key=lambda r: (
+            DIRECTIONS.index(r["direction"]),
+            dtypes.index(r["dtype"]),
+            _order(r["method"]),
+        )
+    )
+    lines = [
+        "| direction | dtype | method | median us/op | p5 | p95 | speedup vs turbo | / limit |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        speed = "-" if r["method"] == "turbogelu" else _x(r["vs_turbogelu"])
+        lines.append(
+            f"| {r['direction']} | {r['dtype']} | {r['method']} | {fmt_us(r['p50_us'])}"
+            f" | {fmt_us(r['p5_us'])} | {fmt_us(r['p95_us'])} | {speed}"
+            f" | {_r(r['per_limit'])} |"
+        )
+    return "\n".join(lines)
+
+
+def protocol_notes(src) -> str:
+    """What a reader must know beside the protocol table: torch.compile vs eager, the wall /
+    CPU time ratio."""
+    rows = add_ratios(_rows(src))
+    rows = [r for r in rows if r.get("bench") == "protocol"]
+    out = [
+        "speedup vs turbo = method median / turbogelu median (> 1: turbogelu is faster);"
+        " / limit = median / the fastest limit row of the same direction and dtype (copy or"
+        " streaming copy for the forward, mul or streaming 2-in-1-out for the backward)."
+    ]
+    eager = {
+        (r["direction"], r["dtype"]): r["p50_us"] for r in rows if r["method"] == "torch exact"
+    }
+    slower = [
+        f"{r['direction']} {r['dtype']} ({r['p50_us'] / eager[(r['direction'], r['dtype'])]:.2f}x)"
+        for r in rows
+        if r["method"] == "torch.compile exact"
+        and (r["direction"], r["dtype"]) in eager
+        and r["p50_us"] > eager[(r["direction"], r["dtype"])]
+    ]
+    if slower:
+        out.append("torch.compile is slower than eager F.gelu here: " + ", ".join(slower) + ".")
+    if rows:
+        worst = max(rows, key=lambda r: r["p50_us"] / max(r["cpu_p50_us"], 1e-9))
+        ratio = worst["p50_us"] / max(worst["cpu_p50_us"], 1e-9)
+        out.append(
+            f"wall / thread CPU time (median): at most {ratio:.2f} ({worst['direction']}"
+            f" {worst['dtype']} {worst['method']}); well above 1 means the thread was"
+            " descheduled or waited on other threads."
+        )
+    return "\n".join(out)
+
+
+def _size_label(n: int) -> str:
+    for unit, v in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= v and n % v == 0:
+            return f"{n // v}{unit}"
+    return str(n)
+
+
+def sweep_table(src) -> str:
+    """Per direction x size x threads x out mode: turbogelu, torch exact, the limit (us per
+    call), turbogelu / limit and torch exact / turbogelu."""
+    rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "sweep"]
+    by = defaultdict(dict)
+    for r in rows:
+        by[(r["direction"], r["size"], r["threads"], r["out_mode"])][r["method"]] = r
+    lines = [
+        "| direction | size | threads | output | turbogelu us | torch exact us | limit us"
+        " | turbogelu / limit | torch / turbogelu | turbogelu ns/elem |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    modes = ("alloc", "out", "inplace")
+    for key in sorted(by, key=lambda k: (DIRECTIONS.index(k[0]), k[1], k[2], modes.index(k[3]))):
+        d, size, threads, mode = key
+        m = by[key]
+        tg, th = m.get("turbogelu"), m.get("torch exact")
+        ref = tg or next(iter(m.values()))
+        lines.append(
+            f"| {d} | {_size_label(size)} | {threads} | {mode}"
+            f" | {fmt_us(tg and tg['p50_us'])} | {fmt_us(th and th['p50_us'])}"
+            f" | {fmt_us(ref['limit_us'])} | {_r(tg and tg['per_limit'])}"
+            f" | {_r(th and th['vs_turbogelu'])} | {_r(tg and tg['ns_per_elem'])} |"
+        )
+    return "\n".join(lines)
+
+
+def degree_table(src) -> str:
+    """Per direction x degree: operations and time by Horner and by Estrin, / limit."""
+    rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "degree"]
+    by = defaultdict(dict)
+    ref = {}
+    for r in rows:
+        if r.get("degree") is not None and r["method"].startswith("poly_gelu"):
+            by[(r["direction"], r["degree"])][r["scheme"]] = r
+        elif r["method"] == "turbogelu":
+            ref[r["direction"]] = r
+    lines = [
+        "| direction | degree | ops Horner | Horner us | / limit | ops Estrin | Estrin us"
+        " | / limit | max abs error |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (d, deg), s in sorted(by.items(), key=lambda kv: (DIRECTIONS.index(kv[0][0]), kv[0][1])):
+        h, e = s.get("horner"), s.get("estrin")
+        err = (h or e).get("max_abs_error")
+        lines.append(
+            f"| {d} | {deg} | {h['op_count'] if h else ''} | {fmt_us(h and h['p50_us'])}"
+            f" | {_r(h and h['per_limit'])} | {e['op_count'] if e else ''}"
+            f" | {fmt_us(e and e['p50_us'])} | {_r(e and e['per_limit'])}"
+            f" | {'' if err is None else f'{err:.1e}'} |"
+        )
+    for d, r in ref.items():
+        lines.append(
+            f"| {d} | shipped op (8, Horner) | | {fmt_us(r['p50_us'])} | {_r(r['per_limit'])}"
+            " | | | | |"
+        )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _figure(w: float, h: float, ncols: int = 1):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(w, h))
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+def _save(fig, out):
+    from .approx.report import save_png
+
+    return save_png(fig, out)
+
+
+def plot_bars(src, direction: str, out: str | Path | None = None, *, device: str | None = None):
+    """The seed's bar chart: median us/op per method, grouped by dtype, p5-p95 as error bars;
+    limit rows hatched."""
+    rows = [
+        r
+        for r in _rows(src)
+        if r.get("bench") == "protocol"
+        and r["direction"] == direction
+        and (device is None or r.get("device", "cpu") == device)
+    ]
+    dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
+    methods = sorted({r["method"] for r in rows}, key=_order)
+    fig, (ax,) = _figure(max(6.0, 1.2 + 0.35 * len(methods) * len(dtypes)), 4.2)
+    width = 0.8 / max(len(methods), 1)
+    for j, m in enumerate(methods):
+        xs, ys, lo, hi = [], [], [], []
+        for i, t in enumerate(dtypes):
+            r = next((r for r in rows if r["dtype"] == t and r["method"] == m), None)
+            if r is None:
+                continue
+            xs.append(i - 0.4 + width * (j + 0.5))
+            ys.append(r["p50_us"])
+            lo.append(r["p50_us"] - r["p5_us"])
+            hi.append(r["p95_us"] - r["p50_us"])
+        ax.bar(
+            xs,
+            ys,
+            width,
+            yerr=[lo, hi],
+            capsize=2,
+            label=m,
+            hatch="//" if m.startswith("limit") else None,
+            edgecolor="black" if m.startswith("limit") else None,
+            linewidth=0.5,
+        )
+    ax.set_xticks(range(len(dtypes)))
+    ax.set_xticklabels(dtypes)
+    ax.set_ylabel("median us per call (p5-p95)")
+    size = rows[0]["size"] if rows else "?"
+    ax.set_title(
+        f"GELU {direction}, {size} elements, {rows[0]['threads'] if rows else '?'} thread(s)"
+    )
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, out)
+
+
+def plot_sweep(src, direction: str, out: str | Path | None = None):
+    """Time per element against size (log-log), one panel per thread count: turbogelu and
+    torch exact per output mode, the limit drawn as a dashed line per output mode."""
+    rows = [
+        r
+        for r in add_ratios(_rows(src))
+        if r.get("bench") == "sweep" and r["direction"] == direction
+    ]
+    threads = sorted({r["threads"] for r in rows}) or [1]
+    fig, axes = _figure(5.0 * len(threads), 4.0, len(threads))
+    styles = {"alloc": "-", "out": "--", "inplace": ":"}
+    for ax, t in zip(axes, threads, strict=True):
+        sub = [r for r in rows if r["threads"] == t]
+        for method, marker in (("turbogelu", "o"), ("torch exact", "s")):
+            for mode, ls in styles.items():
+                pts = sorted(
+                    (r["size"], r["ns_per_elem"])
+                    for r in sub
+                    if r["method"] == method and r["out_mode"] == mode
+                )
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), ls, marker=marker, label=f"{method} ({mode})")
+        for mode in ("alloc", "out"):
+            pts = sorted(
+                {
+                    (r["size"], 1e3 * r["limit_us"] / r["size"])
+                    for r in sub
+                    if r["out_mode"] == mode and r["limit_us"] is not None
+                }
+            )
+            if pts:
+                ax.plot(
+                    *zip(*pts, strict=True),
+                    styles[mode],
+                    color="black",
+                    linewidth=2,
+                    alpha=0.6,
+                    label=f"limit ({mode})",
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("elements (float32)")
+        ax.set_ylabel("ns per element (median)")
+        ax.set_title(f"{direction}, {t} thread(s)")
+        ax.legend(fontsize=7)
+    return _save(fig, out)
+
+
+def plot_degrees(src, out: str | Path | None = None):
+    """Median us per call against the operation count of P's degree, Horner and Estrin,
+    forward and backward, with the limit and the shipped op drawn."""
+    rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "degree"]
+    fig, axes = _figure(10.0, 4.0, 2)
+    for ax, d in zip(axes, DIRECTIONS, strict=True):
+        sub = [r for r in rows if r["direction"] == d]
+        for scheme, marker in (("horner", "o"), ("estrin", "s")):
+            pts = sorted(
+                (r["op_count"], r["p50_us"], r["degree"])
+                for r in sub
+                if r["method"].startswith("poly_gelu") and r["scheme"] == scheme
+            )
+            if pts:
+                xs, ys, degs = zip(*pts, strict=True)
+                ax.plot(xs, ys, "-", marker=marker, label=scheme)
+                for x, y, deg in pts:
+                    ax.annotate(
+                        str(deg), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points"
+                    )
+        lims = [r["limit_us"] for r in sub if r.get("limit_us")]
+        if lims:
+            ax.axhline(statistics.median(lims), color="black", ls="--", label="limit")
+        ship = next((r for r in sub if r["method"] == "turbogelu"), None)
+        if ship:
+            ax.axhline(ship["p50_us"], color="gray", ls=":", label="shipped op (degree 8)")
+        ax.set_xlabel("floating-point operations per element (labels: degree)")
+        ax.set_ylabel("median us per call")
+        size = sub[0]["size"] if sub else "?"
+        ax.set_title(f"{d}, float32, {size} elements, 1 thread")
+        ax.legend(fontsize=7)
+    return _save(fig, out)
+
+
+def plot_all(src, out_dir: str | Path) -> list[Path]:
+    """Every figure the rows allow, as PNG files in ``out_dir``; returns their paths."""
+    rows = _rows(src)
+    out_dir = Path(out_dir)
+    written = []
+    benches = {r.get("bench") for r in rows}
+    for d in DIRECTIONS:
+        if any(r.get("bench") == "protocol" and r["direction"] == d for r in rows):
+            written.append(out_dir / f"bars_{d}.png")
+            plot_bars(rows, d, written[-1])
+        if any(r.get("bench") == "sweep" and r["direction"] == d for r in rows):
+            written.append(out_dir / f"sweep_{d}.png")
+            plot_sweep(rows, d, written[-1])
+    if "degree" in benches:
+        written.append(out_dir / "degrees.png")
+        plot_degrees(rows, written[-1])
+    return written
+
+
+def summary_ratios(src) -> list[dict]:
+    """The note's ratios per (direction, dtype) of the protocol: turbogelu vs torch exact, vs
+    torch approx, and turbogelu / limit."""
+    rows = add_ratios(_rows(src))
+    out = []
+    proto = [r for r in rows if r.get("bench") == "protocol"]
+    for key in dict.fromkeys((r["direction"], r["dtype"]) for r in proto):
+        grp = {r["method"]: r for r in proto if (r["direction"], r["dtype"]) == key}
+        tg = grp.get("turbogelu")
+        if tg is None:
+            continue
+        out.append(
+            {
+                "direction": key[0],
+                "dtype": key[1],
+                "vs_torch_exact": grp.get("torch exact", {}).get("vs_turbogelu"),
+                "vs_torch_approx": grp.get("torch approx", {}).get("vs_turbogelu"),
+                "turbogelu_per_limit": tg["per_limit"],
+            }
+        )
+    return out
+
+
+__all__: Sequence[str] = (
+    "add_ratios",
+    "degree_table",
+    "load",
+    "plot_all",
+    "plot_bars",
+    "plot_degrees",
+    "plot_sweep",
+    "protocol_notes",
+    "protocol_table",
+    "summary_ratios",
+    "sweep_table",
+)
