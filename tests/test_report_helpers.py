@@ -62,6 +62,6 @@ def test_bench_run_methods_times_only_the_asked_rows():
         ["turbogelu", "turbogelu (Estrin)"], ("forward",), ("float32",), 4096, 2, 2
     )
     assert [r["method"] for r in rows] == ["turbogelu", "turbogelu (Estrin)"]
-    assert all(r["median_us"] > 0 and r["rounds"] == 2 for r in rows)
+    assert all(r["p50_us"] > 0 and r["rounds"] == 2 for r in rows)
     with pytest.raises(ValueError):
         bench.run_methods(["nope"], size=16, rounds=1, calls=1)

@@ -76,3 +76,17 @@ def test_two_point_sweep_resumes(tmp_path):
     assert again["ran"] == [] and len(again["skipped"]) == 2
     assert {p: p.stat().st_mtime_ns for p in recs} == stamps
     assert {p: p.stat().st_mtime_ns for p in (out / "notebooks").glob("*.ipynb")} == nb_stamps
+
+
+def test_time_spec_times_a_fitted_spec_through_poly_gelu():
+    # The sweep's time column: a degree-5 GELU spec through the run-time-coefficient op; a
+    # sigmoid spec (not an x/2 + even form) is refused with the reason.
+    from turbogelu.approx.family_fit import fit_polyspec
+
+    ps = fit_polyspec("gelu", "y", 2, 5, 4.0, 4.0, "float32", "remez", replay=False)
+    us, note = sweep.time_spec(ps, size=4096, rounds=3, calls=2)
+    assert us is not None and us > 0, note
+    assert "poly_gelu" in note
+    sig = fit_polyspec("sigmoid", "u", 0, 3, 5.0, 5.0, "float32", "remez", replay=False)
+    us, note = sweep.time_spec(sig, size=4096, rounds=3, calls=2)
+    assert us is None and "x/2 + even" in note

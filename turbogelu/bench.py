@@ -1437,18 +1437,12 @@ def run_methods(
     calls: int = 10,
     threads: int = 1,
 ) -> list[dict]:
-    """``run_ops`` restricted to some methods (e.g. the two polynomial schemes, "turbogelu"
+    """``run_protocol`` restricted to some methods (e.g. the two polynomial schemes, "turbogelu"
     and "turbogelu (Estrin)"), timed interleaved as ever, on ``threads`` threads (one by
     default, as ``--quick``: on a shared machine more threads mostly measure the neighbours).
     The notebooks use it to time a few rows without the whole table."""
-    variants = [
-        v
-        for d in directions
-        for t in dtypes
-        for v in make_variants(d, t, size)
-        if v.key[2] in methods
-    ]
-    if not variants:
-        raise ValueError(f"no method of {list(methods)} in {METHODS}")
-    with _num_threads(threads):
-        return summarize(variants, time_interleaved(variants, rounds, calls))
+    known = {m for d in directions for m in METHODS[d]}
+    if not set(methods) & known:
+        raise ValueError(f"no method of {list(methods)} in {sorted(known)}")
+    rows = run_protocol(directions, dtypes, size, rounds, calls, threads=threads, methods=methods)
+    return bench_report.add_ratios(rows)  # vs_turbogelu: each row's p50 over turbogelu's

@@ -139,7 +139,7 @@ def time_spec(ps, size: int = 1 << 20, rounds: int = 20, calls: int = 10):
         return None, f"not timed: {exc}"
     if ps.degree not in ops.poly_degrees():
         return None, f"not timed: degree {ps.degree} has no compiled poly_gelu kernel"
-    x, _ = bench._inputs("float32", size)
+    x, _ = bench.make_inputs("float32", size)
     v = bench.Variant("poly_gelu", lambda: ops.poly_gelu(x, ps))
     with bench._num_threads(1):
         t = bench.time_interleaved([v], rounds, calls)
