@@ -132,7 +132,13 @@ def test_t_interval_and_noise_summary():
     with pytest.raises(ValueError, match="at least 2"):
         mnist.t_interval([1.0])
     rows = [
-        {"activation": a, "seed": s, "epoch": e, "test_acc": acc + (e - 2) * 0.1}
+        {
+            "activation": a,
+            "seed": s,
+            "epoch": e,
+            "test_acc": acc + (e - 2) * 0.1,
+            "test_loss": 1 - acc,
+        }
         for s, (x, y) in enumerate([(0.97, 0.971), (0.975, 0.974), (0.98, 0.982)])
         for a, acc in (("exact", x), ("turbogelu", y))
         for e in (1, 2)
@@ -143,6 +149,9 @@ def test_t_interval_and_noise_summary():
     assert [round(v, 6) for v in p["values"]] == [0.001, -0.001, 0.002]
     assert (p["positive"], p["zero"], p["negative"]) == (2, 0, 1)
     assert math.isclose(s["final_test_acc"]["exact"]["mean"], 0.975)
+    pl = s["paired_loss"]["turbogelu-exact"]
+    assert [round(v, 6) for v in pl["values"]] == [-0.001, 0.001, -0.002]
+    assert s["model_differences"] == {}
 
 
 def test_swap_evaluation_on_the_same_weights(tiny_data):
@@ -199,6 +208,13 @@ def test_quick_mode_runs_every_protocol_and_writes_results(tmp_path):
     p = s["paired"]["turbogelu-exact"]
     assert p["ci_low"] <= p["mean"] <= p["ci_high"] and p["n"] == 5
     assert len(noise["rows"]) == 5 * 3 * 2
+    assert set(s["paired_loss"]) == {"tanh-exact", "turbogelu-exact"}
+    md = s["model_differences"]
+    assert md["turbogelu-exact"]["n"] == 5 and md["exact seed-to-seed"]["n"] == 4
+    # another seed is much further away than another activation
+    assert (md["turbogelu-exact"]["max_rel_weight_distance"]
+            < md["exact seed-to-seed"]["mean_rel_weight_distance"] / 10)  # fmt: skip
+    assert all(r["train_cpu_seconds"] > 0 for r in noise["rows"])
     # the seed protocol's exact run and the noise protocol's seed-0 exact run share settings
     # (seed 0, 2 epochs, same subset): the same bits give the same numbers
     ex = [r for r in seed["rows"] if r["activation"] == "exact"][-1]

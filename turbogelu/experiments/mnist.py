@@ -224,7 +224,7 @@ class Run:
         n = len(d.train_y)
         perm = torch.randperm(n, generator=self.order)
         correct, loss_sum = 0, 0.0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         bar = tqdm(
             range(0, n, cfg.batch_size),
             disable=not progress,
@@ -245,7 +245,7 @@ class Run:
             self.step += 1
             correct += (logits.argmax(1) == y).sum().item()
             loss_sum += loss.item() * len(y)
-        train_s = time.perf_counter() - t0
+        train_s, train_cpu = time.perf_counter() - t0, time.process_time() - c0
         t1 = time.perf_counter()
         test_acc, test_loss, _ = evaluate(self.model, d.test_x, d.test_y)
         self.epoch += 1
@@ -258,6 +258,7 @@ class Run:
             "test_acc": test_acc,
             "test_loss": test_loss,
             "train_seconds": train_s,
+            "train_cpu_seconds": train_cpu,
             "eval_seconds": time.perf_counter() - t1,
         }
         self.history.append(row)
@@ -406,42 +407,72 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
 
 
 def summarize_noise(
-    rows: Sequence[dict], reference: str = "exact", confidence: float = 0.95
+    rows: Sequence[dict],
+    reference: str = "exact",
+    confidence: float = 0.95,
+    pairs: Sequence[dict] = (),
 ) -> dict:
-    """From the final-epoch rows: per activation the seed-to-seed spread of the final test
-    accuracy; per other activation the paired difference to ``reference`` over seeds with a
-    t interval, and how many seeds it is positive / zero / negative."""
+    """From the final-epoch rows, for the test accuracy (``final_test_acc``, ``paired``) and
+    the test loss (``final_test_loss``, ``paired_loss``): per activation the seed-to-seed
+    spread; per other activation the paired difference to ``reference`` over seeds with a t
+    interval, and how many seeds it is positive / zero / negative. ``pairs`` (from
+    ``compare_models``): per comparison kind the mean and max of each measure."""
     last = max(r["epoch"] for r in rows)
-    final = {(r["activation"], r["seed"]): r["test_acc"] for r in rows if r["epoch"] == last}
     acts = list(dict.fromkeys(r["activation"] for r in rows))
-    seeds = sorted({s for _, s in final})
-    spread = {}
-    for a in acts:
-        vals = [final[(a, s)] for s in seeds]
-        spread[a] = {
-            **t_interval(vals, confidence),
-            "min": min(vals),
-            "max": max(vals),
-            "values": vals,
-        }
-    paired = {}
-    for a in acts:
-        if a == reference:
-            continue
-        d = [final[(a, s)] - final[(reference, s)] for s in seeds]
-        paired[f"{a}-{reference}"] = {
-            **t_interval(d, confidence),
-            "values": d,
-            "positive": sum(v > 0 for v in d),
-            "zero": sum(v == 0 for v in d),
-            "negative": sum(v < 0 for v in d),
-        }
+    out = {"epoch": last}
+    for key, spread_name, paired_name in (
+        ("test_acc", "final_test_acc", "paired"),
+        ("test_loss", "final_test_loss", "paired_loss"),
+    ):
+        final = {(r["activation"], r["seed"]): r[key] for r in rows if r["epoch"] == last}
+        seeds = sorted({s for _, s in final})
+        spread = {}
+        for a in acts:
+            vals = [final[(a, s)] for s in seeds]
+            spread[a] = {
+                **t_interval(vals, confidence),
+                "min": min(vals),
+                "max": max(vals),
+                "values": vals,
+            }
+        paired = {}
+        for a in acts:
+            if a == reference:
+                continue
+            d = [final[(a, s)] - final[(reference, s)] for s in seeds]
+            paired[f"{a}-{reference}"] = {
+                **t_interval(d, confidence),
+                "values": d,
+                "positive": sum(v > 0 for v in d),
+                "zero": sum(v == 0 for v in d),
+                "negative": sum(v < 0 for v in d),
+            }
+        out.update({"seeds": seeds, spread_name: spread, paired_name: paired})
+    by_kind: dict[str, list[dict]] = {}
+    for p in pairs:
+        by_kind.setdefault(p["comparison"], []).append(p)
+    measures = ("max_abs_weight_diff", "rel_weight_distance", "disagreeing_predictions")
+    out["model_differences"] = {
+        kind: {"n": len(ps)}
+        | {f"mean_{m}": sum(p[m] for p in ps) / len(ps) for m in measures}
+        | {f"max_{m}": max(p[m] for p in ps) for m in measures}
+        for kind, ps in by_kind.items()
+    }
+    out["interval"] = f"two-sided {confidence:.0%} Student-t interval of the mean over seeds"
+    return out
+
+
+def compare_models(a: nn.Module, b: nn.Module, data: Data) -> dict:
+    """How far apart two trained models are: max |weight difference|, the L2 distance of all
+    weights relative to ``b``'s norm, and the test images on which their predictions differ."""
+    wa = torch.cat([p.detach().flatten() for p in a.parameters()])
+    wb = torch.cat([p.detach().flatten() for p in b.parameters()])
+    _, _, la = evaluate(a, data.test_x, data.test_y)
+    _, _, lb = evaluate(b, data.test_x, data.test_y)
     return {
-        "epoch": last,
-        "seeds": seeds,
-        "final_test_acc": spread,
-        "paired": paired,
-        "interval": f"two-sided {confidence:.0%} Student-t interval of the mean over seeds",
+        "max_abs_weight_diff": (wa - wb).abs().max().item(),
+        "rel_weight_distance": ((wa - wb).norm() / wb.norm()).item(),
+        "disagreeing_predictions": int((la.argmax(1) != lb.argmax(1)).sum().item()),
     }
 
 
@@ -465,13 +496,17 @@ def run_noise_protocol(
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict:
-    """Every seed x activation trained for ``config.epochs``; rows and ``summarize_noise``."""
+    """Every seed x activation trained for ``config.epochs``. Returns the per-epoch ``rows``,
+    ``pairs`` (``compare_models`` of each activation's final model with exact's of the same
+    seed, and of exact with exact of the previous seed: what "another seed" means) and
+    ``summarize_noise``."""
     from tqdm.auto import tqdm
 
     check_noise_arguments(seeds, activations)
     log = log or (lambda s: None)
     show = _want_progress(progress)
-    rows = []
+    rows, pairs = [], []
+    previous_exact = None
     with deterministic(config.threads):
         bar = tqdm(
             total=len(seeds) * len(activations) * config.epochs,
@@ -480,18 +515,29 @@ def run_noise_protocol(
             unit="epoch",
         )
         for seed in seeds:
+            models = {}
             for a in activations:
                 run = Run(a, seed, config, data)
                 for _ in range(config.epochs):
                     rows.append(run.train_epoch(show))
                     bar.update()
+                models[a] = run.model
                 r = rows[-1]
                 log(
                     f"seed {seed:3d} {a:10s} final train/test acc {fmt_acc(r['train_acc'])}/"
-                    f"{fmt_acc(r['test_acc'])}"
+                    f"{fmt_acc(r['test_acc'])}  test loss {r['test_loss']:.5f}"
                 )
+            for a in activations:
+                if a != "exact":
+                    diff = compare_models(models[a], models["exact"], data)
+                    pairs.append({"comparison": f"{a}-exact", "seed": seed, **diff})
+            if previous_exact is not None:  # the scale of "another seed", for comparison
+                diff = compare_models(models["exact"], previous_exact[1], data)
+                pairs.append({"comparison": "exact seed-to-seed", "seed": seed,
+                              "other_seed": previous_exact[0], **diff})  # fmt: skip
+            previous_exact = (seed, models["exact"])
         bar.close()
-    return {"rows": rows, "summary": summarize_noise(rows)}
+    return {"rows": rows, "pairs": pairs, "summary": summarize_noise(rows, pairs=pairs)}
 
 
 # ---------------------------------------------------------------- results
@@ -644,10 +690,11 @@ def plot_swap(result: dict, path: str | Path | None = None):
     forms: dict[str, list[dict]] = {}
     for r in result["swap"]:
         forms.setdefault(r["form"], []).append(r)
-    for form, rs in list(forms.items())[1:]:
+    for k, (form, rs) in enumerate(list(forms.items())[1:]):
         ep = [r["epoch"] for r in rs]
-        ax_a.plot(ep, [r["delta_acc"] for r in rs], "o-", ms=3, label=form)
-        ax_p.plot(ep, [r["changed_predictions"] for r in rs], "o-", ms=3, label=form)
+        style = {"marker": "os^v"[k % 4], "ms": 6 - 1.5 * k, "alpha": 0.8, "label": form}
+        ax_a.plot(ep, [r["delta_acc"] for r in rs], "-", **style)
+        ax_p.plot(ep, [r["changed_predictions"] for r in rs], "-", **style)
     ref = next(iter(forms), "?")
     ax_a.set(
         xlabel="epoch of the checkpoint",
@@ -665,59 +712,46 @@ def plot_swap(result: dict, path: str | Path | None = None):
     return _save(fig, path)
 
 
-def plot_noise(result: dict, path: str | Path | None = None):
-    """Noise protocol: final test accuracy per seed for each activation (lines join a seed's
-    runs), and the paired differences with their confidence intervals next to the
-    seed-to-seed spread (+-1 sd) of the reference."""
-    s = result["summary"]
-    fig, (ax_s, ax_d) = _figure(2)
-    acts = list(s["final_test_acc"])
-    for j in range(len(s["seeds"])):
-        ax_s.plot(
-            range(len(acts)),
-            [s["final_test_acc"][a]["values"][j] for a in acts],
-            "o-",
-            color="0.6",
-            ms=4,
-            lw=0.7,
-        )
-    ax_s.set_xticks(range(len(acts)), acts)
-    ax_s.set(ylabel=f"test accuracy after epoch {s['epoch']}", title="final accuracy per seed")
-    names = list(s["paired"])
+def _paired_panel(ax, summary: dict, paired_key: str, spread_key: str, what: str) -> None:
+    names = list(summary[paired_key])
     for i, name in enumerate(names):
-        p = s["paired"][name]
-        ax_d.plot([i] * len(p["values"]), p["values"], "o", color="0.6", ms=4)
-        ax_d.errorbar(
+        p = summary[paired_key][name]
+        ax.plot([i] * len(p["values"]), p["values"], "o", color="0.6", ms=4)
+        ax.errorbar(
             [i],
             [p["mean"]],
             yerr=[[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]],
             fmt="s",
             color="C3",
             capsize=5,
-            label="mean, CI" if i == 0 else None,
+            label=f"mean, {p['confidence']:.0%} t interval" if i == 0 else None,
         )
-    ref = s["final_test_acc"].get("exact")
+    ref = summary[spread_key].get("exact")
     if ref is not None:
-        i = len(names)
-        ax_d.errorbar(
-            [i],
-            [0.0],
-            yerr=[ref["sd"]],
-            fmt="_",
-            color="C0",
-            capsize=5,
-            label="exact: seed-to-seed sd",
-        )
+        ax.errorbar([len(names)], [0.0], yerr=[ref["sd"]], fmt="_", color="C0", capsize=5,
+                    label="exact: seed-to-seed sd")  # fmt: skip
         names = [*names, "exact spread"]
-    ax_d.axhline(0, color="k", lw=0.5)
-    ax_d.set_xticks(range(len(names)), names)
-    conf = next(iter(s["final_test_acc"].values()))["confidence"]
-    ax_d.set(
-        ylabel="difference in final test accuracy",
-        title=f"paired differences, mean and {conf:.0%} t interval",
-    )
-    ax_d.legend(fontsize=7)
-    for ax in (ax_s, ax_d):
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set_xticks(range(len(names)), names, fontsize=8)
+    ax.set(ylabel=f"difference in final {what}", title=f"paired differences: {what}")
+    ax.legend(fontsize=7)
+
+
+def plot_noise(result: dict, path: str | Path | None = None):
+    """Noise protocol: final test accuracy per seed for each activation (lines join a seed's
+    runs), and the paired differences of final test accuracy and test loss with their t
+    intervals, next to the seed-to-seed spread (+-1 sd) of exact."""
+    s = result["summary"]
+    fig, (ax_s, ax_d, ax_l) = _figure(3, size=(15.0, 4.2))
+    acts = list(s["final_test_acc"])
+    for j in range(len(s["seeds"])):
+        ax_s.plot([s["final_test_acc"][a]["values"][j] for a in acts], "o-", color="0.6", ms=4,
+                  lw=0.7)  # fmt: skip
+    ax_s.set_xticks(range(len(acts)), acts)
+    ax_s.set(ylabel=f"test accuracy after epoch {s['epoch']}", title="final accuracy per seed")
+    _paired_panel(ax_d, s, "paired", "final_test_acc", "test accuracy")
+    _paired_panel(ax_l, s, "paired_loss", "final_test_loss", "test loss")
+    for ax in (ax_s, ax_d, ax_l):
         ax.grid(alpha=0.3)
     return _save(fig, path)
 
@@ -726,17 +760,29 @@ def plot_noise(result: dict, path: str | Path | None = None):
 
 
 def noise_text(summary: dict) -> str:
-    lines = [f"final test accuracy after epoch {summary['epoch']}, seeds {summary['seeds']}:"]
+    lines = [
+        f"final test accuracy / loss after epoch {summary['epoch']}, seeds {summary['seeds']}:"
+    ]
     for a, v in summary["final_test_acc"].items():
+        lo = summary["final_test_loss"][a]
         lines.append(
-            f"  {a:14s} mean {v['mean']:.4f}  sd {v['sd']:.4f}  "
+            f"  {a:14s} acc mean {v['mean']:.4f} sd {v['sd']:.4f} "
             f"range {v['min']:.4f}..{v['max']:.4f}"
+            f" | loss mean {lo['mean']:.5f} sd {lo['sd']:.5f}"
         )
-    for name, p in summary["paired"].items():
+    for key, what, f in (("paired", "acc ", "+.5f"), ("paired_loss", "loss", "+.2e")):
+        for name, p in summary[key].items():
+            lines.append(
+                f"  paired {what} {name:16s} mean {p['mean']:{f}}  sd {abs(p['sd']):{f[1:]}}  "
+                f"{p['confidence']:.0%} CI [{p['ci_low']:{f}}, {p['ci_high']:{f}}]  "
+                f"(+{p['positive']} ={p['zero']} -{p['negative']})"
+            )
+    for kind, m in summary.get("model_differences", {}).items():
         lines.append(
-            f"  paired {name:20s} mean {p['mean']:+.5f}  sd {p['sd']:.5f}  "
-            f"{p['confidence']:.0%} CI [{p['ci_low']:+.5f}, {p['ci_high']:+.5f}]  "
-            f"(+{p['positive']} ={p['zero']} -{p['negative']})"
+            f"  models {kind:20s} max|dw| mean {m['mean_max_abs_weight_diff']:.2e}"
+            f"  ||dw||/||w|| mean {m['mean_rel_weight_distance']:.2e}"
+            f"  differing test predictions mean {m['mean_disagreeing_predictions']:.1f}"
+            f" max {m['max_disagreeing_predictions']}"
         )
     lines.append(f"  ({summary['interval']})")
     return "\n".join(lines)
