@@ -79,7 +79,8 @@ reproduce: build data
 	@echo "Notebooks, sweeps and the paper are not written yet (see the issues);"
 	@echo "what exists ran: tests, and results/bench_quick.md"
 
-# The MNIST training comparison: seed, swap and noise protocols (~11 min on 2 cores).
+# The MNIST training comparison: seed, swap and noise protocols (10-18 min on the shared
+# 2-core machine); the quick CI setting of the same (< 30 s).
 mnist: build data
 	$(VPY) -m turbogelu mnist all
 
