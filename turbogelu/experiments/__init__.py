@@ -1,0 +1,1 @@
+"""Experiments' library code: importable functions that the CLI and the notebooks call."""
