@@ -79,15 +79,15 @@ JOBS ?= 2
 sweep: build
 	$(VPY) -m turbogelu sweep experiments/sweeps/default.json --jobs $(JOBS) $(if $(QUICK),--quick)
 
-# What exists so far (the report issue completes this target): the full test suite and the
-# quick benchmark, written to results/.
+# Every run behind the report, the executed notebooks (reports/notebooks/*.html), the sweep,
+# the paper (reports/paper/) and a comparison with results/reference/ (turbogelu/reproduce.py).
+# QUICK=1: each step in its small mode.
 reproduce: build data
-	mkdir -p results
-	$(VPY) -m pytest -m "" $(PYTEST_ARGS)
-	$(VPY) -m turbogelu bench --quick --no-progress --out results/bench_quick.jsonl \
-	    --plots results/bench_quick | tee results/bench_quick.md
-	@echo "Notebooks, sweeps and the paper are not written yet (see the issues);"
-	@echo "what exists ran: tests, and results/bench_quick.md"
+	$(VPY) -m turbogelu.reproduce $(if $(QUICK),--quick)
+
+# The paper from paper/paper.md and what is in results/ (fails if a result is missing).
+paper: build
+	$(VPY) -m turbogelu paper
 
 # The MNIST training comparison: seed, swap and noise protocols (10-18 min on the shared
 # 2-core machine); the quick CI setting of the same (< 30 s).

@@ -1,0 +1,137 @@
+"""``make reproduce``: every run behind the report, then the report, then a comparison.
+
+Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its small mode):
+
+1. ``table2``   the paper's Table 2 (``results/table2.json``; quick: no floors, no Sollya)
+2. ``accuracy`` exhaustive bf16/fp16 + dense float32 report of each shipped spec
+3. ``bench``    the benchmark (``results/bench.jsonl``; quick: ``--quick``)
+4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
+5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
+   into ``reports/notebooks/`` and rendered to HTML beside it
+6. ``sweep``    the default sweep (``experiments/sweeps/default.json``)
+7. ``paper``    ``reports/paper/`` from ``paper/paper.md``
+8. ``compare``  the new figures against ``results/reference/<mode>/`` (``compare``)
+
+``results/reproduce.json`` records each step's command, time and status. A failed step stops
+the run (later steps read its results). ``--only`` / ``--skip`` select steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import compare
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+REPORTS = REPO / "reports"
+SPECS = ("gelu_exact", "gelu_tanh")
+
+
+def _py(*args: str) -> list[str]:
+    return [sys.executable, "-m", "turbogelu", *args]
+
+
+def _notebooks() -> list[Path]:
+    return sorted(p for p in (REPO / "notebooks").glob("[0-9]*.ipynb"))
+
+
+def steps(quick: bool) -> dict[str, list[list[str]]]:
+    """Step name -> the commands it runs."""
+    q = ["--quick"] if quick else []
+    nb_cmds = []
+    for nb in _notebooks():
+        out = REPORTS / "notebooks" / nb.name
+        nb_cmds.append(_py("notebook", nb.stem, *q, "--out", str(out)))
+    return {
+        "table2": [
+            _py("table2", "--out", "results/table2.json", "--md", "results/table2.md")
+            + (["--no-floors", "--no-sollya"] if quick else [])
+        ],
+        "accuracy": [
+            _py("report", "--spec", f"data/specs/{s}.json", "--out", f"results/accuracy_{s}.json")
+            for s in SPECS
+        ],
+        "bench": [
+            _py("bench", *q, "--no-progress", "--out", "results/bench.jsonl")
+            + ["--plots", "results/bench"]
+        ],
+        "mnist": [_py("mnist", "all", *q)],
+        "notebooks": nb_cmds,
+        "sweep": [_py("sweep", "experiments/sweeps/default.json", *q)],
+        "paper": [_py("paper")],
+    }
+
+
+def render_html(reports: Path = REPORTS / "notebooks") -> list[Path]:
+    """Every executed notebook under ``reports`` rendered to HTML beside it."""
+    import nbconvert
+    import nbformat
+
+    exporter = nbconvert.HTMLExporter()
+    written = []
+    for nb in sorted(reports.glob("*.ipynb")):
+        body, _ = exporter.from_notebook_node(nbformat.read(nb, as_version=4))
+        out = nb.with_suffix(".html")
+        out.write_text(body)
+        written.append(out)
+    return written
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m turbogelu.reproduce", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="every step in its small mode")
+    p.add_argument("--only", default=None, help="comma-separated steps to run")
+    p.add_argument("--skip", default="", help="comma-separated steps to leave out")
+    args = p.parse_args(argv)
+    plan = steps(args.quick)
+    names = list(plan) + ["compare"]
+    only = names if args.only is None else args.only.split(",")
+    skip = [s for s in args.skip.split(",") if s]
+    unknown = [s for s in only + skip if s not in names]
+    if unknown:
+        p.error(f"unknown step(s) {unknown}; steps: {names}")
+    record = {"quick": args.quick, "steps": []}
+    t_all = time.perf_counter()
+    for name in names:
+        if name not in only or name in skip:
+            continue
+        t0 = time.perf_counter()
+        print(f"\n=== {name}", flush=True)
+        status = "ok"
+        if name == "compare":
+            status = "ok" if compare.main(["--quick"] if args.quick else []) == 0 else "differs"
+        else:
+            for cmd in plan[name]:
+                print("$ " + shlex.join(cmd[1:] if cmd[0] == sys.executable else cmd), flush=True)
+                if subprocess.run(cmd, cwd=REPO, check=False).returncode != 0:
+                    status = "failed"
+                    break
+            if name == "notebooks" and status == "ok":
+                for page in render_html():
+                    print(f"rendered {page.relative_to(REPO)}")
+        secs = time.perf_counter() - t0
+        record["steps"].append({"step": name, "seconds": round(secs, 1), "status": status})
+        print(f"=== {name}: {status} in {secs:.0f} s", flush=True)
+        if status == "failed":
+            break
+    record["seconds"] = round(time.perf_counter() - t_all, 1)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "reproduce.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"\nreproduce{' (quick)' if args.quick else ''}: {record['seconds']:.0f} s")
+    for s in record["steps"]:
+        print(f"  {s['step']:10s} {s['status']:8s} {s['seconds']:7.0f} s")
+    paper = REPORTS / "paper" / "paper.html"
+    if paper.is_file():
+        print(f"the report: {paper.relative_to(REPO)} and reports/notebooks/*.html")
+    return 0 if all(s["status"] == "ok" for s in record["steps"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
