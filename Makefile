@@ -4,7 +4,8 @@ VENV      := .venv
 VPY       := $(VENV)/bin/python
 STAMP_ENV := $(VENV)/.installed
 STAMP_EXT := $(VENV)/.built
-CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h)
+CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h \
+               kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.cpp kernels/cuda/*.h)
 # Generated header: formatted by its generator, not by clang-format.
 CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h,$(CXX_SRC))
 PYTEST_ARGS ?=
@@ -22,7 +23,7 @@ $(STAMP_ENV): requirements.txt
 
 # Rebuilt only when a C++ source or the build files change.
 build: $(STAMP_EXT)
-$(STAMP_EXT): $(STAMP_ENV) $(CXX_SRC) setup.py pyproject.toml
+$(STAMP_EXT): $(STAMP_ENV) $(CXX_SRC) setup.py turbogelu/_build.py pyproject.toml
 	$(VPY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 

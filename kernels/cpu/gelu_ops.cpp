@@ -16,6 +16,7 @@
 
 #include "cpu_kernels.h"
 #include "turbogelu/gelu_coeffs.h"
+#include "turbogelu/ops_common.h"
 
 namespace turbogelu {
 namespace {
@@ -94,40 +95,13 @@ std::string set_cpu_isa(c10::string_view name) {
 
 std::vector<std::string> cpu_isas() { return available_isas(); }
 
-// ---------------------------------------------------------------- coefficient choice
-
-enum class Direction { Forward, Backward };
-
-bool is_tanh(c10::string_view approximate) {
-  TORCH_CHECK_VALUE(approximate == "none" || approximate == "tanh",
-                    "turbogelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  return approximate == "tanh";
-}
-
-const PolyCoeffs& forward_coeffs(c10::string_view approximate) {
-  return is_tanh(approximate) ? coeffs::gelu_tanh_forward : coeffs::gelu_none_forward;
-}
-
-const PolyCoeffs& backward_coeffs(c10::string_view approximate, c10::string_view backward) {
-  TORCH_CHECK_VALUE(backward == "default" || backward == "direct" || backward == "matched",
-                    "turbogelu: backward must be 'default', 'direct' or 'matched', got '", backward,
-                    "'");
-  const bool tanh = is_tanh(approximate);
-  bool direct = backward == "direct";
-  if (backward == "default")
-    direct = tanh ? coeffs::gelu_tanh_default_backward_is_direct
-                  : coeffs::gelu_none_default_backward_is_direct;
-  if (tanh) return direct ? coeffs::gelu_tanh_backward_direct : coeffs::gelu_tanh_backward_matched;
-  return direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched;
-}
+// ---------------------------------------------------------------- polynomial scheme
 
 // Horner is the default: `python -m turbogelu bench` times both schemes in the same process
 // (the "turbogelu (Estrin)" rows), and on the AVX-512 build machine Horner is the faster
 // (fewer operations; out-of-order execution overlaps independent elements, so the long
 // dependency chain costs little). Estrin stays selectable for the benchmark.
 std::atomic<Scheme> g_scheme{Scheme::Horner};
-
-Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
 
 std::string scheme_name(Scheme s) { return s == Scheme::Horner ? "horner" : "estrin"; }
 
@@ -162,9 +136,6 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
               " on the CPU (this is the CPU kernel), got a tensor on ", t.device());
 }
 
-// Elements laid out in one dense block, so a flat loop over memory visits each exactly once.
-bool flat(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
-
 // Grain of at::parallel_for: tensors of up to this many elements run on one thread, larger
 // ones are split into chunks of at least this size. `python -m turbogelu bench --grain`
 // (float32 forward, 1 vs 2 threads) on the 2-core build machine: 2 threads lose at 4K
@@ -178,7 +149,7 @@ int64_t set_parallel_grain(int64_t grain) {
   return g_grain.exchange(grain);
 }
 
-void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+void launch_forward_cpu(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
   const int d = dtype_index(x, "gelu");
   const KernelTable& table = current_table();
   const auto fn = table.forward[d] != nullptr ? table.forward[d] : cpu::scalar_table().forward[d];
@@ -193,8 +164,8 @@ void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs
                    [&](int64_t b, int64_t e) { fn(xp + b * es, op + b * es, e - b, k, s); });
 }
 
-void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
-                     const PolyCoeffs& k) {
+void launch_backward_cpu(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
+                         const PolyCoeffs& k) {
   const int d = dtype_index(x, "gelu_backward");
   const KernelTable& table = current_table();
   const auto fn =
@@ -212,99 +183,27 @@ void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
   });
 }
 
-// ---------------------------------------------------------------- forward ops
+// ---------------------------------------------------------------- the ops
 
-// The kernels run over flat memory: the input(s) and the output must share one dense layout.
-// That layout is at::empty_like(x)'s (x's own strides when x is dense, e.g. channels_last or
-// a transpose; otherwise contiguous in x's suggested memory format), which is also what the
-// fake kernels in ops.py return, so eager and traced results agree on strides.
-at::Tensor in_layout_of(const at::Tensor& src, const at::Tensor& like) {
-  if (flat(src) && src.strides() == like.strides()) return src;
-  return at::empty_like(like).copy_(src);
-}
-
-// out= must already have x's shape. ATen's out= ops resize an empty out, but a custom op
-// that resizes a mutated argument cannot be functionalized (torch.compile), so here it is an
-// error in eager and traced code alike.
-void check_out_shape(const at::Tensor& out, const at::Tensor& x, const char* op) {
-  TORCH_CHECK(out.sizes() == x.sizes(), "turbogelu.", op, ": out has shape ", out.sizes(),
-              " but x has shape ", x.sizes(), " (out= tensors are not resized)");
-}
-
-// Where an out= result is computed: `out` itself when it is dense, else a temporary.
-at::Tensor result_buffer(const at::Tensor& out, const at::Tensor& x) {
-  return flat(out) ? out : at::empty_like(x);
-}
-
-at::Tensor gelu_cpu(const at::Tensor& x, c10::string_view approximate, c10::string_view backward) {
-  check_cpu(x, "gelu", "x");
-  dtype_index(x, "gelu");
-  const PolyCoeffs& k = forward_coeffs(approximate);
-  backward_coeffs(approximate, backward);  // validate it here too, not only at backward time
-  at::Tensor out = at::empty_like(x);
-  launch_forward(in_layout_of(x, out), out, k);
-  return out;
-}
-
-void gelu_out_cpu(const at::Tensor& x, c10::string_view approximate, const at::Tensor& out) {
-  check_cpu(x, "gelu", "x");
-  check_cpu(out, "gelu", "out");
-  dtype_index(x, "gelu");
-  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu: out has dtype ",
-                   out.scalar_type(), " but x has dtype ", x.scalar_type());
-  const PolyCoeffs& k = forward_coeffs(approximate);
-  check_out_shape(out, x, "gelu");
-  at::assert_no_internal_overlap(out);
-  at::assert_no_partial_overlap(out, x);
-  // When out is x itself (gelu_), both are the same flat buffer and each element is read
-  // before it is written.
-  at::Tensor target = result_buffer(out, x);
-  launch_forward(in_layout_of(x, target), target, k);
-  if (!target.is_same(out)) out.copy_(target);
-}
-
-void gelu_inplace_cpu(const at::Tensor& x, c10::string_view approximate) {
-  gelu_out_cpu(x, approximate, x);
-}
-
-// ---------------------------------------------------------------- backward ops
-
-void check_backward_args(const at::Tensor& grad, const at::Tensor& x) {
-  check_cpu(x, "gelu_backward", "x");
-  check_cpu(grad, "gelu_backward", "grad");
-  dtype_index(x, "gelu_backward");
-  TORCH_CHECK_TYPE(grad.scalar_type() == x.scalar_type(),
-                   "turbogelu.gelu_backward: grad has dtype ", grad.scalar_type(),
-                   " but x has dtype ", x.scalar_type());
-  TORCH_CHECK(grad.sizes() == x.sizes(), "turbogelu.gelu_backward: grad has shape ", grad.sizes(),
-              " but x has shape ", x.sizes());
-}
-
-at::Tensor gelu_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
-                             c10::string_view approximate, c10::string_view backward) {
-  check_backward_args(grad, x);
-  const PolyCoeffs& k = backward_coeffs(approximate, backward);
-  at::Tensor out = at::empty_like(x);
-  launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
-  return out;
-}
-
-void gelu_backward_out_cpu(const at::Tensor& grad, const at::Tensor& x,
-                           c10::string_view approximate, c10::string_view backward,
-                           const at::Tensor& out) {
-  check_backward_args(grad, x);
-  check_cpu(out, "gelu_backward", "out");
-  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu_backward: out has dtype ",
-                   out.scalar_type(), " but x has dtype ", x.scalar_type());
-  const PolyCoeffs& k = backward_coeffs(approximate, backward);
-  check_out_shape(out, x, "gelu_backward");
-  at::assert_no_internal_overlap(out);
-  at::assert_no_partial_overlap(out, x);
-  at::assert_no_partial_overlap(out, grad);
-  at::Tensor target = result_buffer(out, x);
-  launch_backward(in_layout_of(grad, target), in_layout_of(x, target), target, k);
-  if (!target.is_same(out)) out.copy_(target);
-}
+// The CPU backend of ops::GeluOps (kernels/include/turbogelu/ops_common.h), which holds the
+// semantics every device shares.
+struct CpuBackend {
+  static void check_device(const at::Tensor& t, const at::Tensor&, const char* op,
+                           const char* what) {
+    check_cpu(t, op, what);
+  }
+  struct Guard {
+    explicit Guard(const at::Tensor&) {}
+  };
+  static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+    launch_forward_cpu(x, out, k);
+  }
+  static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
+                              const PolyCoeffs& k) {
+    launch_backward_cpu(g, x, out, k);
+  }
+};
+using CpuOps = ops::GeluOps<CpuBackend>;
 
 // ---------------------------------------------------------------- autograd guards
 // The mutating forms have no derivative formula. Rather than let autograd silently skip
@@ -360,6 +259,8 @@ void gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
 
 }  // namespace
 
+Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
+
 TORCH_LIBRARY(turbogelu, m) {
   // `backward` picks the coefficients autograd uses for this call: "default" (the more
   // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative
@@ -386,11 +287,11 @@ TORCH_LIBRARY(turbogelu, m) {
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
-  m.impl("gelu", &gelu_cpu);
-  m.impl("gelu.out", &gelu_out_cpu);
-  m.impl("gelu_", &gelu_inplace_cpu);
-  m.impl("gelu_backward", &gelu_backward_cpu);
-  m.impl("gelu_backward.out", &gelu_backward_out_cpu);
+  m.impl("gelu", &CpuOps::gelu);
+  m.impl("gelu.out", &CpuOps::gelu_out);
+  m.impl("gelu_", &CpuOps::gelu_inplace);
+  m.impl("gelu_backward", &CpuOps::gelu_backward);
+  m.impl("gelu_backward.out", &CpuOps::gelu_backward_out);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
