@@ -74,18 +74,7 @@ CXX_FLAGS = [
 # at::parallel_for only splits work when the extension itself is compiled with OpenMP (as
 # torch is); without it every call runs on one thread. Apple's clang has no -fopenmp.
 OPENMP = [] if sys.platform == "darwin" else ["-fopenmp"]
-NVCC_FLAGS = [
-    "-O3",
-    "-std=c++17",  # gelu_kernels.cu includes no torch header
-    # As -ffp-contract=off above: the kernels fuse only where poly_eval.h calls __fmaf_rn, so
-    # the GPU gives the bits of the CPU kernels and of the numpy replay. IEEE division, square
-    # root and subnormals (no fast math), stated rather than assumed.
-    "--fmad=false",
-    "-ftz=false",
-    "-prec-div=true",
-    "-prec-sqrt=true",
-    "-Xcompiler=-fvisibility=hidden",
-]
+NVCC_FLAGS = _build.NVCC_FLAGS
 
 Extension = CUDAExtension if WITH_CUDA else CppExtension
 compile_args = {"cxx": CXX_FLAGS + OPENMP}

@@ -23,6 +23,20 @@ import shutil
 # that the driver compiles for any newer GPU. One architecture keeps the build short.
 DEFAULT_ARCH_LIST = "9.0+PTX"
 
+# nvcc flags of kernels/cuda/*.cu (tests/test_cuda.py compiles the PTX with the same ones).
+NVCC_FLAGS = [
+    "-O3",
+    "-std=c++17",  # gelu_kernels.cu includes no torch header
+    # As -ffp-contract=off for the C++: the kernels fuse only where poly_eval.h calls
+    # __fmaf_rn, so the GPU gives the bits of the CPU kernels and of the numpy replay. IEEE
+    # division, square root and subnormals (no fast math), stated rather than assumed.
+    "--fmad=false",
+    "-ftz=false",
+    "-prec-div=true",
+    "-prec-sqrt=true",
+    "-Xcompiler=-fvisibility=hidden",
+]
+
 
 def _is_elf(path: str) -> bool:
     try:
