@@ -17,11 +17,13 @@ the CPU kernel, whose accuracy tests/test_accuracy.py proves against mpmath.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 import torch
@@ -502,3 +504,62 @@ def test_compile_fullgraph_on_cuda(dynamo_reset):
     x = torch.randn(4099, device=DEVICE)
     compiled = torch.compile(f, fullgraph=True)
     assert_same_bits(compiled(x), f(x))
+
+
+# ================================================================== the GPU benchmark, faked
+
+
+class _FakeEvent:
+    """torch.cuda.Event on the CPU clock (the ops run synchronously on CPU tensors)."""
+
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):  # milliseconds, as CUDA's
+        return (other.t - self.t) * 1e3
+
+
+def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
+    """python -m turbogelu bench --device cuda and bench_cuda --sweep, end to end, on CPU
+    tensors behind a fake torch.cuda (the real run is tests/gpu_check.sh's)."""
+    from turbogelu import bench_cuda
+    from turbogelu.__main__ import main as cli
+
+    def cpu_inputs(dtype, size, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        dt = getattr(torch, dtype)
+        return (torch.randn(size, generator=g) * 3).to(dt), torch.randn(size, generator=g).to(dt)
+
+    info = {"gpu": "Fake GPU", "capability": "9.0", "sms": 132, "memory_gib": 1.0}
+    monkeypatch.setattr(bench_cuda, "_inputs", cpu_inputs)
+    monkeypatch.setattr(bench_cuda, "device_info", lambda: {**info, "torch": "x", "cuda": "y"})
+    monkeypatch.setattr(bench_cuda, "ROOFLINE_FROM", 1 << 12)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+
+    out = tmp_path / "ops.jsonl"
+    argv = ["bench", "--device", "cuda", "--quick", "--size", "4096", "--rounds", "3"]
+    assert cli([*argv, "--calls", "2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "GPU: Fake GPU (sm_90, 132 SMs" in text and "| forward | bfloat16 | 4096 | copy |" in text
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 * 3 * 5 and {r["bench"] for r in rows} == {"cuda-ops"}
+    assert all(r["gb_per_s"] > 0 and r["rounds"] == 3 for r in rows)
+    assert "of the roofline" in text and "F.gelu" in text
+
+    sweep = tmp_path / "sweep.jsonl"
+    args = ["--sizes", "1024,8192", "--dtypes", "float16", "--rounds", "2", "--out", str(sweep)]
+    assert bench_cuda.main(args) == 0
+    rows = [json.loads(line) for line in sweep.read_text().splitlines()]
+    assert {r["size"] for r in rows} == {1024, 8192} and len(rows) == 2 * 2 * 5
+    assert {r["calls"] for r in rows} == {100}  # min(100, 2^27 / size)
