@@ -6,8 +6,10 @@ STAMP_ENV := $(VENV)/.installed
 STAMP_EXT := $(VENV)/.built
 CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h \
                kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.cpp kernels/cuda/*.h)
-# Generated header: formatted by its generator, not by clang-format.
-CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h,$(CXX_SRC))
+# Generated header: formatted by its generator, not by clang-format (nor is the generated
+# kernels/mps/gelu_kernels.metal). The Metal test harness is formatted like the kernels.
+CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h,$(CXX_SRC)) \
+             tests/metal_stub/harness.cpp
 PYTEST_ARGS ?=
 
 .PHONY: all venv build lint format test test-all reproduce fit codegen bench clean

@@ -23,9 +23,11 @@ import contextlib
 
 import torch
 
+from . import mps as _mps
 from ._ext import load_extension
 
 load_extension()
+_mps.register()  # the Apple GPU kernels (Metal, compiled at first use): turbogelu/mps.py
 
 _ops = torch.ops.turbogelu
 APPROXIMATE = ("none", "tanh")
