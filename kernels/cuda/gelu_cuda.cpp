@@ -3,7 +3,8 @@
 // ops::GeluOps; this file adds the device checks, the device guard and the launch on the
 // current stream. Only c10/cuda headers: ATen/cuda/CUDAContext.h would pull in cuBLAS headers,
 // which a CUDA toolkit need not have.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>

@@ -3,11 +3,13 @@
 // in-place handling. A backend supplies only its device check, a device guard and two
 // launchers over flat memory; so CPU and CUDA cannot drift apart in what they accept or return.
 //
-// Host code only (ATen); the device-side math is poly_eval.h.
+// Host code only (light ATen headers: it is also compiled into the CUDA part); the
+// device-side math is poly_eval.h.
 #pragma once
 
-#include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
 
 #include "turbogelu/gelu_coeffs.h"
