@@ -6,7 +6,8 @@ library at module level; torch is imported inside ``want_cuda``.
 * ``find_cuda_home()``: ``CUDA_HOME`` / ``CUDA_PATH`` when set; else the toolkit of the
   ``nvcc`` on PATH, following symlinks and *wrapper scripts* (a shell script that execs the
   real ``.../bin/nvcc``: torch's own guess then takes the script's folder, e.g. ``/usr/local``,
-  and fails); else ``/usr/local/cuda`` or the newest ``/usr/local/cuda-*``.
+  and fails); else ``/usr/local/cuda`` or the newest ``/usr/local/cuda-*``; else an nvcc
+  installed by pip into this Python (``site-packages/nvidia/*/bin/nvcc``).
 * ``want_cuda()``: ``TURBOGELU_CUDA=1`` forces the CUDA sources on (an error if no toolkit or
   no CUDA build of torch), ``TURBOGELU_CUDA=0`` off; unset, they are built when both a toolkit
   and a CUDA build of torch are there. No GPU is needed to build.
@@ -18,6 +19,7 @@ import glob
 import os
 import re
 import shutil
+import sys
 
 # TORCH_CUDA_ARCH_LIST when the user sets none: the H200's sm_90 code, plus compute_90 PTX
 # that the driver compiles for any newer GPU. One architecture keeps the build short.
@@ -77,6 +79,8 @@ def find_cuda_home() -> str | None:
             candidates += [os.path.realpath(p) for p in _wrapped_nvcc(real)]
     fallbacks = ["/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"), reverse=True)]
     candidates += [os.path.join(os.path.realpath(d), "bin", "nvcc") for d in fallbacks]
+    for entry in sys.path:  # pip's CUDA wheels (nvidia-cuda-nvcc)
+        candidates += sorted(glob.glob(os.path.join(entry or ".", "nvidia", "*", "bin", "nvcc")))
     for binary in candidates:
         root = _toolkit_root(binary)
         if root is not None:
