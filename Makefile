@@ -53,6 +53,7 @@ test-all: build lint
 fit: $(STAMP_ENV)
 	$(VPY) -m turbogelu fit --range 4.389 --iters 35 --points 20000 --degree 8 --gelu-mode exact
 	$(VPY) -m turbogelu fit --range 4.25 --iters 35 --points 20000 --degree 8 --gelu-mode tanh
+	$(VPY) -m turbogelu.approx.packed
 	$(VPY) -m turbogelu codegen
 
 codegen: $(STAMP_ENV)

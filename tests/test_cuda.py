@@ -170,10 +170,28 @@ def _kernel_params(name: str) -> tuple[str, int, int, int, bool]:
     return m[1], int(m[2]), int(m[3]), int(m[4]), m[5] == "1"
 
 
+def _generic(ptx_kernels):
+    return {n: b for n, b in ptx_kernels.items() if "packed" not in n}
+
+
+def _packed(ptx_kernels):
+    """{(elements per access, coefficients, backward): PTX} of packed_bf16_kernel<V, N, B>."""
+    out = {}
+    for name, body in ptx_kernels.items():
+        m = re.search(r"packed_bf16_kernelILi(\d+)ELi(\d+)ELb(\d)E", name)
+        if m:
+            out[(int(m[1]), int(m[2]), m[3] == "1")] = body
+    return out
+
+
 def test_ptx_has_every_kernel(ptx_kernels):
-    # 4 dtypes x (vector, scalar) x 2 schemes x 2 directions, degree 8
-    assert len(ptx_kernels) == 32
-    seen = {_kernel_params(n) for n in ptx_kernels}
+    # 4 dtypes x (vector, scalar) x 2 schemes x 2 directions, degree 8; and the packed
+    # bfloat16 path: 3 degrees x (vector, scalar) x 2 directions
+    assert len(_generic(ptx_kernels)) == 32
+    assert set(_packed(ptx_kernels)) == {
+        (v, d + 1, b) for v in (8, 1) for d in (3, 4, 6) for b in (False, True)
+    }
+    seen = {_kernel_params(n) for n in _generic(ptx_kernels)}
     assert {(t, v) for t, v, *_ in seen} == {
         ("f", 4), ("f", 1), ("d", 2), ("d", 1),
         ("6__half", 8), ("6__half", 1), ("13__nv_bfloat16", 8), ("13__nv_bfloat16", 1),
@@ -185,7 +203,7 @@ def test_ptx_does_the_templates_arithmetic(ptx_kernels):
     floating add; multiplies: x*x and x*inner (or grad*d), plus Estrin's powers of z, plus
     the hoisted R*R; no
     flush-to-zero; coefficients read from the parameter space (no local-memory copy)."""
-    for name, body in ptx_kernels.items():
+    for name, body in _generic(ptx_kernels).items():
         t, _, n, scheme, _ = _kernel_params(name)
         ft = "f64" if t == "d" else "f32"
         fma = len(re.findall(rf"\bfma\.rn\.{ft}\b", body))
@@ -200,8 +218,24 @@ def test_ptx_does_the_templates_arithmetic(ptx_kernels):
         assert "ld.local" not in body and "st.local" not in body, name
 
 
+def test_ptx_packed_kernels_do_the_programs_arithmetic_in_bfloat16(ptx_kernels):
+    """Per pair of elements: N + 1 bfloat16x2 FMAs and 2 bfloat16x2 multiplies (+ R*R,
+    hoisted), two lane compares; no float32 arithmetic at all."""
+    for (v, n, backward), body in _packed(ptx_kernels).items():
+        fma = len(re.findall(r"\bfma\.rn\.bf16x2\b", body))
+        mul = len(re.findall(r"\bmul(\.rn)?\.bf16x2\b", body))
+        assert fma > 0 and fma % (n + 1) == 0, (v, n, backward, fma)
+        pairs = fma // (n + 1)
+        assert 0 <= mul - 2 * pairs <= 2, (v, n, backward, mul, pairs)
+        assert len(re.findall(r"\bset\.gt\.u32\.bf16x2\b", body)) == 2 * pairs
+        assert not re.search(r"\b(fma|mul|add|sub)(\.rn)?\.f32\b", body), (v, n, backward)
+        assert "ld.local" not in body and "st.local" not in body
+        if v == 8:
+            assert re.search(r"\bld\.global\.v4\.u32\b", body)
+
+
 def test_ptx_vector_kernels_move_16_bytes(ptx_kernels):
-    for name, body in ptx_kernels.items():
+    for name, body in _generic(ptx_kernels).items():
         t, v, *_ = _kernel_params(name)
         wide = re.findall(r"\b(?:ld|st)\.global\.v(\d)\.(?:f32|u32|f64|u64|b32|b64)\b", body)
         if v > 1:
@@ -482,6 +516,43 @@ def test_runs_on_the_current_stream_and_device():
 
 
 @needs_gpu
+@cuda_only
+def test_packed_bf16_is_the_lab_replay():
+    """The opt-in packed path gives, for every bfloat16 input (aligned or not, any tail), the
+    bits of the lab's replay of packed bfloat16 arithmetic (turbogelu/approx/packed.py), whose
+    error tests/test_packed.py bounds; off, and for float16, nothing changes."""
+    from turbogelu.approx import packed
+
+    x = all_inputs(torch.bfloat16)
+    x64 = x.double().numpy()
+    xc = x.to(DEVICE)
+    grad = _mixed(x.numel(), torch.bfloat16, seed=4)
+    default = OPS.gelu(xc).cpu()
+
+    def same(actual, expected, msg):
+        nan = torch.isnan(expected)
+        assert torch.equal(torch.isnan(actual), nan), msg
+        assert torch.equal(actual[~nan], expected[~nan]), msg  # (-0.0 == 0.0 here)
+
+    with turbogelu.ops.use_cuda_packed():
+        for ap in APPROXIMATES:
+            fwd = packed.replay(packed.load(ap, "forward"), x64)
+            d = packed.replay(packed.load(ap, "backward"), x64)
+            want = torch.from_numpy(fwd).to(torch.bfloat16)
+            same(OPS.gelu(xc, ap).cpu(), want, f"forward {ap}")
+            same(OPS.gelu(xc[3:], ap).cpu(), want[3:], f"forward {ap}, unaligned")
+            same(OPS.gelu(xc[:4101], ap).cpu(), want[:4101], f"forward {ap}, tail")
+            for bw in BACKWARDS:  # one packed backward fit for every choice
+                got = OPS.gelu_backward(torch.ones_like(xc), xc, ap, bw).cpu()
+                same(got, torch.from_numpy(d).to(torch.bfloat16), f"backward {ap} {bw}")
+            want_g = (grad.double() * torch.from_numpy(d).double()).to(torch.bfloat16)
+            same(OPS.gelu_backward(grad.to(DEVICE), xc, ap).cpu(), want_g, f"grad x d {ap}")
+        h = all_inputs(torch.float16).to(DEVICE)
+        assert_same_bits(OPS.gelu(h).cpu(), OPS.gelu(h.cpu()))  # float16: not packed
+    assert_same_bits(OPS.gelu(xc).cpu(), default)  # off again
+
+
+@needs_gpu
 def test_estrin_scheme_on_cuda():
     x = _mixed(10_001, torch.float32).to(DEVICE)
     previous = OPS._set_poly_scheme("estrin")
@@ -553,7 +624,9 @@ def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
         "GPU: Fake GPU (sm_90, 132 SMs" in text and "| forward | bfloat16 | 4096 | copy |" in text
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 2 * 3 * 5 and {r["bench"] for r in rows} == {"cuda-ops"}
+    assert len(rows) == 2 * (3 * 5 + 1) and {r["bench"] for r in rows} == {"cuda-ops"}
+    packed = {(r["direction"], r["dtype"]) for r in rows if r["method"] == "turbogelu (packed)"}
+    assert packed == {("forward", "bfloat16"), ("backward", "bfloat16")}
     assert all(r["gb_per_s"] > 0 and r["rounds"] == 3 for r in rows)
     assert "of the roofline" in text and "F.gelu" in text
 

@@ -18,6 +18,7 @@ from the roofline a kernel is. Kept apart from bench.py (the CPU benchmark) on p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import random
@@ -28,9 +29,12 @@ from collections.abc import Callable, Sequence
 
 DTYPES = ("float32", "float16", "bfloat16")
 METHODS = {
-    "forward": ("turbogelu", "turbogelu (Estrin)", "torch exact", "torch tanh", "copy"),
-    "backward": ("turbogelu", "turbogelu (Estrin)", "torch exact", "torch tanh", "mul"),
-}
+    "forward": ("turbogelu", "turbogelu (Estrin)", "turbogelu (packed)", "torch exact",
+                "torch tanh", "copy"),
+    "backward": ("turbogelu", "turbogelu (Estrin)", "turbogelu (packed)", "torch exact",
+                 "torch tanh", "mul"),
+}  # fmt: skip
+PACKED_DTYPES = ("bfloat16",)  # the opt-in packed path exists for these only
 LIMIT = {"forward": "copy", "backward": "mul"}
 TENSORS_MOVED = {"forward": 2, "backward": 3}  # reads + writes of n elements
 SWEEP_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28)
@@ -78,6 +82,7 @@ def make_variants(direction: str, dtype: str, size: int) -> dict[tuple, Callable
         fns = {
             "turbogelu": lambda: tg.gelu(x),
             "turbogelu (Estrin)": lambda: tg.gelu(x),
+            "turbogelu (packed)": lambda: tg.gelu(x),
             "torch exact": lambda: F.gelu(x),
             "torch tanh": lambda: F.gelu(x, approximate="tanh"),
             "copy": lambda: torch.empty_like(x).copy_(x),
@@ -86,16 +91,35 @@ def make_variants(direction: str, dtype: str, size: int) -> dict[tuple, Callable
         fns = {
             "turbogelu": lambda: tg.gelu_backward(g, x),
             "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
+            "turbogelu (packed)": lambda: tg.gelu_backward(g, x),
             "torch exact": lambda: aten.gelu_backward(g, x),
             "torch tanh": lambda: aten.gelu_backward(g, x, approximate="tanh"),
             "mul": lambda: torch.mul(g, x),
         }
     assert tuple(fns) == METHODS[direction]
+    if dtype not in PACKED_DTYPES:
+        del fns["turbogelu (packed)"]
     return {(direction, dtype, size, m): fn for m, fn in fns.items()}
 
 
 def _scheme_for(key: tuple) -> str:
     return "estrin" if key[3].endswith("(Estrin)") else "horner"
+
+
+@contextlib.contextmanager
+def _setting(key: tuple):
+    """The polynomial scheme and the packed switch a variant runs with (set outside the timed
+    region)."""
+    import torch
+
+    tg = torch.ops.turbogelu
+    scheme = tg._set_poly_scheme(_scheme_for(key))
+    packed = tg._set_cuda_packed(key[3].endswith("(packed)"))
+    try:
+        yield
+    finally:
+        tg._set_poly_scheme(scheme)
+        tg._set_cuda_packed(packed)
 
 
 def time_cuda(
@@ -109,14 +133,12 @@ def time_cuda(
     """Per-call microseconds, one entry per round, for every variant (interleaved)."""
     import torch
 
-    tg = torch.ops.turbogelu
     times: dict[tuple, list[float]] = {k: [] for k in variants}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for key, fn in variants.items():
-        previous = tg._set_poly_scheme(_scheme_for(key))
-        for _ in range(max(warmup, 1)):
-            fn()
-        tg._set_poly_scheme(previous)
+        with _setting(key):
+            for _ in range(max(warmup, 1)):
+                fn()
     torch.cuda.synchronize()
     order = list(variants)
     rng = random.Random(seed)
@@ -124,13 +146,12 @@ def time_cuda(
         rng.shuffle(order)
         for key in order:
             fn = variants[key]
-            previous = tg._set_poly_scheme(_scheme_for(key))
-            start.record()
-            for _ in range(calls):
-                fn()
-            end.record()
-            end.synchronize()
-            tg._set_poly_scheme(previous)
+            with _setting(key):
+                start.record()
+                for _ in range(calls):
+                    fn()
+                end.record()
+                end.synchronize()
             times[key].append(start.elapsed_time(end) * 1e3 / calls)
     return times
 
@@ -224,12 +245,12 @@ def verdicts(rows: Sequence[dict]) -> list[str]:
     out = []
     by_key = {(r["direction"], r["dtype"], r["size"], r["method"]): r for r in rows}
     for (d, t, s, m), r in by_key.items():
-        if m != "turbogelu":
+        if m not in ("turbogelu", "turbogelu (packed)"):
             continue
         exact = by_key.get((d, t, s, "torch exact"))
         fast = exact is not None and r["median_us"] <= exact["median_us"]
         line = (
-            f"{d:8s} {t:8s} {s:>10d}: turbogelu {_us(r['median_us'])} us,"
+            f"{d:8s} {t:8s} {s:>10d}: {m} {_us(r['median_us'])} us,"
             f" {'at least as fast as' if fast else 'SLOWER than'} F.gelu"
             f" ({_us(exact['median_us']) if exact else '?'} us)"
         )

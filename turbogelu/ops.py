@@ -212,6 +212,20 @@ def cpu_isas_available() -> list[str]:
 
 
 @contextlib.contextmanager
+def use_cuda_packed(on: bool = True):
+    """Inside the block, bfloat16 ops on CUDA take the opt-in packed path (``__nv_bfloat162``
+    arithmetic with its own fits, turbogelu/approx/packed.py: max |error| within 2x PyTorch's
+    own in bfloat16, not the float32 path's bounds; ``backward=`` then picks nothing: the
+    packed backward is one fit of GELU'). TURBOGELU_CUDA_PACKED=1 turns it on for a process.
+    Other dtypes and devices are unaffected."""
+    previous = _ops._set_cuda_packed(on)
+    try:
+        yield
+    finally:
+        _ops._set_cuda_packed(previous)
+
+
+@contextlib.contextmanager
 def use_cpu_isa(name: str):
     """Run the CPU kernels with one instruction set inside the block (for tests, benchmarks)."""
     previous = _ops._set_cpu_isa(name)

@@ -112,6 +112,18 @@ std::string set_poly_scheme(c10::string_view name) {
   return scheme_name(g_scheme.exchange(name == "horner" ? Scheme::Horner : Scheme::Estrin));
 }
 
+// The opt-in packed bfloat16 CUDA path (kernels/cuda/): off unless TURBOGELU_CUDA_PACKED=1
+// at the first call, or switched with _set_cuda_packed.
+std::atomic<bool>& packed_slot() {
+  static std::atomic<bool> slot{[] {
+    const char* env = std::getenv("TURBOGELU_CUDA_PACKED");
+    return env != nullptr && std::string(env) == "1";
+  }()};
+  return slot;
+}
+
+bool set_cuda_packed(bool on) { return packed_slot().exchange(on); }
+
 // ---------------------------------------------------------------- checks and layout
 
 int dtype_index(const at::Tensor& t, const char* op) {
@@ -261,6 +273,8 @@ void gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
 
 Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
 
+bool cuda_packed() { return packed_slot().load(std::memory_order_relaxed); }
+
 TORCH_LIBRARY(turbogelu, m) {
   // `backward` picks the coefficients autograd uses for this call: "default" (the more
   // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative
@@ -284,6 +298,8 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
   // Benchmark hook: evaluate P by "horner" (default) or "estrin"; returns the previous one.
   m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
+  // The opt-in packed bfloat16 CUDA path on (true) or off; returns the previous setting.
+  m.def("_set_cuda_packed(bool on) -> bool", &set_cuda_packed);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {

@@ -29,6 +29,29 @@ cuda::DType dtype_of(const at::Tensor& t) {
   }
 }
 
+// The packed bfloat16 set standing for a float32 coefficient set, or nullptr. Identified by
+// address: ops::forward_coeffs / backward_coeffs return the generated objects themselves.
+// Both backward sets (direct, matched) map to the packed backward fit (a fit of GELU').
+const PolyCoeffs* packed_for(const PolyCoeffs& k) {
+  namespace c = coeffs;
+  if (&k == &c::gelu_none_forward) return &c::gelu_none_forward_packed_bf16;
+  if (&k == &c::gelu_tanh_forward) return &c::gelu_tanh_forward_packed_bf16;
+  if (&k == &c::gelu_none_backward_direct || &k == &c::gelu_none_backward_matched)
+    return &c::gelu_none_backward_packed_bf16;
+  if (&k == &c::gelu_tanh_backward_direct || &k == &c::gelu_tanh_backward_matched)
+    return &c::gelu_tanh_backward_packed_bf16;
+  return nullptr;
+}
+
+// The packed coefficients when this call takes the packed path (bfloat16, switched on).
+const PolyCoeffs* packed_path(const at::Tensor& x, const PolyCoeffs& k) {
+  if (x.scalar_type() != at::kBFloat16 || !cuda_packed()) return nullptr;
+  const PolyCoeffs* p = packed_for(k);
+  TORCH_CHECK(p == nullptr || cuda::has_packed_degree(p->degree),
+              "turbogelu: no packed CUDA kernel compiled for degree ", p->degree);
+  return p;
+}
+
 struct CudaBackend {
   // Every tensor on x's CUDA device (the dispatcher picks this kernel when any is on CUDA).
   static void check_device(const at::Tensor& t, const at::Tensor& x, const char* op,
@@ -47,12 +70,23 @@ struct CudaBackend {
                 k.degree);
   }
   static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+    if (const PolyCoeffs* p = packed_path(x, k)) {
+      C10_CUDA_CHECK(cuda::forward_packed_bf16(x.const_data_ptr(), out.data_ptr(), x.numel(), *p,
+                                               c10::cuda::getCurrentCUDAStream().stream()));
+      return;
+    }
     check_degree(k);
     C10_CUDA_CHECK(cuda::forward(dtype_of(x), x.const_data_ptr(), out.data_ptr(), x.numel(), k,
                                  current_scheme(), c10::cuda::getCurrentCUDAStream().stream()));
   }
   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
                               const PolyCoeffs& k) {
+    if (const PolyCoeffs* p = packed_path(x, k)) {
+      C10_CUDA_CHECK(cuda::backward_packed_bf16(g.const_data_ptr(), x.const_data_ptr(),
+                                                out.data_ptr(), x.numel(), *p,
+                                                c10::cuda::getCurrentCUDAStream().stream()));
+      return;
+    }
     check_degree(k);
     C10_CUDA_CHECK(cuda::backward(dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
                                   out.data_ptr(), x.numel(), k, current_scheme(),

@@ -182,7 +182,142 @@ cudaError_t launch(DType d, const void* g, const void* x, void* out, int64_t n, 
   }
 }
 
+// ---------------------------------------------------------------- packed bfloat16 (opt-in)
+// The program of poly_eval.h with every operation in __nv_bfloat162 arithmetic (fma.rn /
+// mul.rn .bf16x2: one rounding to bfloat16 each), two lanes per instruction:
+//   y = x*x, z = fma(y, scale, -1), h = fma(x, P(z), 1/2);  forward x*h, backward grad*h;
+//   the window y <= fl(R*R), outside it x or -0.0 (forward), 1 or 0 (backward).
+// A lane's result does not depend on the other lane, so single elements (the tail, unaligned
+// data) go through the same code duplicated into both lanes.
+
+__device__ __forceinline__ unsigned as_u32(__nv_bfloat162 v) {
+  unsigned u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+__device__ __forceinline__ __nv_bfloat162 as_b162(unsigned u) {
+  __nv_bfloat162 v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+template <int N, bool Backward>
+__device__ __forceinline__ __nv_bfloat162 packed_eval(__nv_bfloat162 g, __nv_bfloat162 x,
+                                                      const PolyCoeffs& k) {
+  const __nv_bfloat162 y = __hmul2(x, x);
+  const __nv_bfloat162 z = __hfma2(y, __float2bfloat162_rn(k.scale), __float2bfloat162_rn(-1.0f));
+  __nv_bfloat162 p = __float2bfloat162_rn(k.c[N - 1]);
+#pragma unroll
+  for (int i = N - 2; i >= 0; --i) p = __hfma2(p, z, __float2bfloat162_rn(k.c[i]));
+  const __nv_bfloat162 h = __hfma2(x, p, __float2bfloat162_rn(0.5f));
+  const __nv_bfloat162 r = __float2bfloat162_rn(k.clamp);
+  const unsigned tail = __hgt2_mask(y, __hmul2(r, r));  // 0xFFFF per lane outside; NaN: 0
+  const unsigned pos = __hgt2_mask(x, __float2bfloat162_rn(0.0f));
+  if constexpr (Backward) {
+    const unsigned step = 0x3F803F80u & pos;  // 1.0 or 0.0
+    return __hmul2(g, as_b162((step & tail) | (as_u32(h) & ~tail)));
+  } else {
+    const unsigned outside = (as_u32(x) & pos) | (0x80008000u & ~pos);  // x or -0.0
+    return as_b162((outside & tail) | (as_u32(__hmul2(x, h)) & ~tail));
+  }
+}
+
+template <int V, int N, bool Backward>
+__global__ void __launch_bounds__(kThreads)
+    packed_bf16_kernel(const __nv_bfloat16* g, const __nv_bfloat16* x, __nv_bfloat16* out,
+                       int64_t n, const __grid_constant__ PolyCoeffs k) {
+  using P = Pack<__nv_bfloat16, V>;
+  const int64_t packs = V > 1 ? n / V : 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if constexpr (V > 1) {
+    const P* xp = reinterpret_cast<const P*>(x);
+    const P* gp = reinterpret_cast<const P*>(g);
+    P* op = reinterpret_cast<P*>(out);
+    for (int64_t i = tid; i < packs; i += stride) {
+      const P xv = xp[i];
+      P gv;
+      if constexpr (Backward) gv = gp[i];
+      P r;
+#pragma unroll
+      for (int j = 0; j < V; j += 2) {
+        const __nv_bfloat162 xx = __halves2bfloat162(xv.v[j], xv.v[j + 1]);
+        const __nv_bfloat162 gg =
+            Backward ? __halves2bfloat162(gv.v[j], gv.v[j + 1]) : xx;  // (unused forward)
+        const __nv_bfloat162 rr = packed_eval<N, Backward>(gg, xx, k);
+        r.v[j] = __low2bfloat16(rr);
+        r.v[j + 1] = __high2bfloat16(rr);
+      }
+      op[i] = r;
+    }
+  }
+  // The rest one element at a time (all of it when V = 1), duplicated into both lanes.
+  for (int64_t i = packs * V + tid; i < n; i += stride) {
+    const __nv_bfloat162 xx = __bfloat162bfloat162(x[i]);
+    const __nv_bfloat162 gg = Backward ? __bfloat162bfloat162(g[i]) : xx;
+    out[i] = __low2bfloat16(packed_eval<N, Backward>(gg, xx, k));
+  }
+}
+
+template <int N, bool Backward>
+cudaError_t launch_packed_bf16(const void* g, const void* x, void* out, int64_t n,
+                               const PolyCoeffs& k, cudaStream_t stream) {
+  const bool vec = aligned16(x) && aligned16(out) && (!Backward || aligned16(g));
+  const int64_t work = vec ? n / 8 : n;
+  int64_t blocks = (work + kThreads - 1) / kThreads;
+  const int64_t cap = static_cast<int64_t>(sm_count()) * kBlocksPerSm;
+  if (blocks > cap) blocks = cap;
+  if (blocks < 1) blocks = 1;
+  const auto* gp = static_cast<const __nv_bfloat16*>(g);
+  const auto* xp = static_cast<const __nv_bfloat16*>(x);
+  auto* op = static_cast<__nv_bfloat16*>(out);
+  if (vec)
+    packed_bf16_kernel<8, N, Backward>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gp, xp, op, n, k);
+  else
+    packed_bf16_kernel<1, N, Backward>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gp, xp, op, n, k);
+  return cudaGetLastError();
+}
+
+template <bool Backward>
+cudaError_t launch_packed(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k,
+                          cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  switch (k.degree) {
+#define TG_CASE(D) \
+  case D:          \
+    return launch_packed_bf16<D + 1, Backward>(g, x, out, n, k, stream);
+    TG_CUDA_PACKED_DEGREES(TG_CASE)
+#undef TG_CASE
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
 }  // namespace
+
+bool has_packed_degree(int degree) {
+  switch (degree) {
+#define TG_CASE(D) \
+  case D:          \
+    return true;
+    TG_CUDA_PACKED_DEGREES(TG_CASE)
+#undef TG_CASE
+    default:
+      return false;
+  }
+}
+
+cudaError_t forward_packed_bf16(const void* x, void* out, int64_t n, const PolyCoeffs& k,
+                                cudaStream_t stream) {
+  return launch_packed<false>(x, x, out, n, k, stream);
+}
+
+cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int64_t n,
+                                 const PolyCoeffs& k, cudaStream_t stream) {
+  return launch_packed<true>(grad, x, out, n, k, stream);
+}
 
 bool has_degree(int degree) {
   switch (degree) {

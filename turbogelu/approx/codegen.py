@@ -44,7 +44,7 @@ def _part(mode: str, name: str, part: dict) -> list[str]:
     ]
 
 
-def render(specs: dict[str, dict]) -> str:
+def render(specs: dict[str, dict], packed: dict | None = None) -> str:
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
         "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json.",
@@ -72,8 +72,38 @@ def render(specs: dict[str, dict]) -> str:
             "// The default backward: the more accurate of the two, as measured by the fit.",
             f"inline constexpr bool gelu_{mode}_default_backward_is_direct = {default};",
         ]
+    lines += _packed_lines(packed)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     return "\n".join(lines)
+
+
+def _packed_lines(packed: dict) -> list[str]:
+    """The packed bfloat16 coefficient sets (turbogelu/approx/packed.py), if given."""
+    if not packed:
+        return []
+    from . import packed as packed_mod
+
+    lines = [
+        "",
+        "// Packed bfloat16: the opt-in CUDA path that evaluates the same program two lanes at a",
+        "// time in __nv_bfloat162 arithmetic (every operation rounded to bfloat16), with its own",
+        "// fits: python -m turbogelu.approx.packed -> data/specs/packed/*.json. Every value is a",
+        "// bfloat16. Bound: max |err| over every finite bfloat16 <= 2x PyTorch's own (tests).",
+    ]
+    for (mode, direction), ps in packed.items():
+        v = packed_mod.kernel_values(ps)
+        err = ps.meta.get("exhaustive_max_abs_error_bf16_replay", float("nan"))
+        coeffs = ", ".join(_lit(specmod.f32_hex(c)) for c in v["coefficients"])
+        lines += [
+            f'// approximate="{mode}" {direction}: {packed_mod.path(mode, direction).name},'
+            f" {ps.method}, degree {ps.degree}, R {ps.clamp:g}; exhaustive bfloat16 replay:"
+            f" max |err| {err:.3e}",
+            f"inline constexpr PolyCoeffs gelu_{mode}_{direction}_packed_bf16 = {{",
+            f"    {v['degree']}, {_lit(specmod.f32_hex(v['clamp']))},"
+            f" {_lit(specmod.f32_hex(v['scale']))},",
+            f"    {{{coeffs}}}}};",
+        ]
+    return lines
 
 
 def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
@@ -88,8 +118,30 @@ def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
     return out
 
 
+def load_packed(spec_dir: Path | None = None) -> dict:
+    """{(mode, direction): PolySpec} of the packed bfloat16 specs: ``spec_dir/packed`` when it
+    exists, else the committed data/specs/packed."""
+    from . import packed
+
+    folder = Path(spec_dir) / "packed" if spec_dir is not None else None
+    out = {}
+    for mode in packed.MODES:
+        for direction in packed.DIRECTIONS:
+            p = packed.path(mode, direction)
+            if folder is not None and folder.is_dir():
+                p = folder / p.name
+            out[(mode, direction)] = polyspec_from(p)
+    return out
+
+
+def polyspec_from(path: Path):
+    from .polyspec import PolySpec
+
+    return PolySpec.from_json(Path(path).read_text())
+
+
 def generate(spec_dir: Path | None = None) -> str:
-    return render(load_specs(spec_dir))
+    return render(load_specs(spec_dir), load_packed(spec_dir))
 
 
 # ---------------------------------------------------------------- Metal
@@ -249,4 +301,4 @@ def generate_metal(spec_dir: Path | None = None) -> str:
 def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     """Every generated file and its text."""
     specs = load_specs(spec_dir)
-    return {HEADER: render(specs), METAL: render_metal(specs)}
+    return {HEADER: render(specs, load_packed(spec_dir)), METAL: render_metal(specs)}

@@ -19,6 +19,10 @@ namespace turbogelu {
 // The polynomial scheme the kernels use now (a benchmark hook; defined in gelu_ops.cpp).
 Scheme current_scheme();
 
+// Whether bfloat16 on CUDA takes the opt-in packed path (TURBOGELU_CUDA_PACKED=1 or
+// torch.ops.turbogelu._set_cuda_packed; defined in gelu_ops.cpp, ignored by other devices).
+bool cuda_packed();
+
 namespace ops {
 
 inline bool is_tanh(c10::string_view approximate) {
