@@ -9,7 +9,8 @@
 #    reach);
 # 2. runs tests/test_cuda.py on the GPU: every op, layout and dtype bit-identical to the CPU
 #    kernels, all 65,536 bfloat16 / float16 inputs, edge values, opcheck, gradcheck, streams,
-#    torch.compile;
+#    torch.compile, the packed bfloat16 path against the lab's replay (needs numpy, scipy, mpmath;
+#    skipped, and said so, without them);
 # 3. runs the benchmark: the 1M-element protocol (50 rounds x 100 calls, interleaved, CUDA
 #    events) and the size sweep 64K ... 256M with GB/s and the copy / mul limit.
 #
@@ -67,7 +68,7 @@ if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
     print(f"- device 0: {p.name}, sm_{p.major}{p.minor}, {p.multi_processor_count} SMs, "
           f"{p.total_memory / 2**30:.0f} GiB")
-mods = ["setuptools", "ninja", "pytest", "numpy", "triton"]
+mods = ["setuptools", "ninja", "pytest", "numpy", "scipy", "mpmath", "triton"]
 have = {m: importlib.util.find_spec(m) is not None for m in mods}
 print("- modules: " + ", ".join(f"{m} {'yes' if ok else 'MISSING'}" for m, ok in have.items()))
 EOF
@@ -104,6 +105,7 @@ if "$PY" -c 'import pytest' 2>/dev/null; then
   set -e
   note "- tests/test_cuda.py: $(grep -E '[0-9]+ (passed|failed)' "$OUT/test_cuda.log" | tail -1) (exit $rc)"
   if [[ $rc -ne 0 ]]; then STATUS=1; fi
+  grep -E "^SKIPPED" "$OUT/test_cuda.log" | sed 's/^/  /' | tee -a "$SUMMARY" || true
   if grep -q "SKIPPED.*no CUDA device" "$OUT/test_cuda.log"; then
     note "  WARNING: GPU tests were skipped"
     STATUS=1
