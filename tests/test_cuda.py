@@ -599,10 +599,9 @@ class _FakeEvent:
 
 
 def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
-    """python -m turbogelu bench --device cuda and bench_cuda --sweep, end to end, on CPU
-    tensors behind a fake torch.cuda (the real run is tests/gpu_check.sh's)."""
+    """python -m turbogelu.bench_cuda (one size, and --sizes), end to end, on CPU tensors
+    behind a fake torch.cuda (the real run is tests/gpu_check.sh's)."""
     from turbogelu import bench_cuda
-    from turbogelu.__main__ import main as cli
 
     def cpu_inputs(dtype, size, seed=0):
         g = torch.Generator().manual_seed(seed)
@@ -619,8 +618,8 @@ def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
 
     out = tmp_path / "ops.jsonl"
-    argv = ["bench", "--device", "cuda", "--quick", "--size", "4096", "--rounds", "3"]
-    assert cli([*argv, "--calls", "2", "--out", str(out)]) == 0
+    argv = ["--size", "4096", "--rounds", "3", "--calls", "2", "--out", str(out)]
+    assert bench_cuda.main(argv) == 0
     text = capsys.readouterr().out
     assert (
         "GPU: Fake GPU (sm_90, 132 SMs" in text and "| forward | bfloat16 | 4096 | copy |" in text

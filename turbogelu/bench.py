@@ -509,13 +509,6 @@ def add_arguments(p) -> None:
     p.add_argument("--isa", default=None, help="run turbogelu under this ISA (avx512|avx2|scalar)")
     p.add_argument("--out", default=None, help="also append the results as JSON lines here")
     p.add_argument(
-        "--device",
-        choices=("cpu", "cuda"),
-        default="cpu",
-        help="cuda: time the ops on the GPU instead (turbogelu/bench_cuda.py: CUDA events,"
-        " GB/s; --size, --rounds, --calls, --dtypes, --direction, --out apply)",
-    )
-    p.add_argument(
         "--malloc",
         choices=("steady", "default"),
         default="steady",
@@ -529,10 +522,6 @@ def main(args) -> int:
 
     import turbogelu.ops  # noqa: F401
 
-    if getattr(args, "device", "cpu") == "cuda":
-        from . import bench_cuda
-
-        return bench_cuda.main_from_bench(args)
     if args.isa is not None and args.isa not in torch.ops.turbogelu._cpu_isas():
         print(
             f"bench: ISA {args.isa!r} not available here; choose from "

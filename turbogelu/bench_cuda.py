@@ -1,4 +1,4 @@
-"""GPU benchmark: ``python -m turbogelu bench --device cuda`` (one size) and
+"""GPU benchmark: ``python -m turbogelu.bench_cuda`` (one size, 1M elements by default) and
 ``python -m turbogelu.bench_cuda --sweep`` (sizes up to 256M elements).
 
 Method, as bench.py's for the CPU (variants interleaved in one process, a seeded shuffle per
@@ -11,8 +11,8 @@ The limit rows are what moving the same bytes costs on this GPU: a device-to-dev
 (``empty_like(x).copy_(x)``: one read, one write) for the forward and ``torch.mul(g, x)`` (two
 reads, one write) for the backward; GB/s = bytes moved / median time. At sizes far beyond
 the L2 cache (64M elements and up) the limit is the HBM bandwidth, so ``/ limit`` says how far
-from the roofline a kernel is. Kept apart from bench.py (the CPU benchmark) on purpose: only
-``--device`` there leads here.
+from the roofline a kernel is. Self-contained (it shares no code with bench.py, the general
+benchmark), so that tests/gpu_check.sh depends on nothing else.
 """
 
 from __future__ import annotations
@@ -299,11 +299,11 @@ def execute(
     import torch
 
     if not torch.cuda.is_available():
-        print("bench: --device cuda needs a CUDA device (torch.cuda.is_available() is False)")
+        print("bench_cuda: needs a CUDA device (torch.cuda.is_available() is False)")
         return 2
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
-        print(f"bench: unsupported dtype(s) {bad} on cuda; choose from {DTYPES}", file=sys.stderr)
+        print(f"bench_cuda: unsupported dtype(s) {bad}; choose from {DTYPES}", file=sys.stderr)
         return 2
     info = device_info()
     t0 = time.perf_counter()
@@ -316,14 +316,6 @@ def execute(
         common = {"bench": f"cuda-{label}", "date": date, "device": "cuda", **info}
         _write_jsonl(out, rows, common)
     return 0
-
-
-def main_from_bench(args) -> int:
-    """``python -m turbogelu bench --device cuda [--quick] [--size N] ...`` (bench.py's args)."""
-    dtypes = tuple(args.dtypes.split(",")) if args.dtypes else DTYPES
-    directions = ("forward", "backward") if args.direction == "both" else (args.direction,)
-    rounds = args.rounds or (30 if args.quick else 60)
-    return execute([args.size], dtypes, directions, rounds, args.calls, args.out, "ops")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
