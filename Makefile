@@ -7,9 +7,12 @@ STAMP_EXT := $(VENV)/.built
 # Verified MNIST (`python -m turbogelu data`); lives with the data, so deleting data/MNIST
 # remakes it.
 STAMP_DATA := data/MNIST/.verified
-CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h)
-# Generated header: formatted by its generator, not by clang-format.
-CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h,$(CXX_SRC))
+CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h \
+               kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.cpp kernels/cuda/*.h)
+# Generated header: formatted by its generator, not by clang-format (nor is the generated
+# kernels/mps/gelu_kernels.metal). The Metal test harness is formatted like the kernels.
+CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h,$(CXX_SRC)) \
+             tests/metal_stub/harness.cpp
 PYTEST_ARGS ?=
 
 .PHONY: all venv build lint format data test test-all reproduce fit codegen bench sweep \
@@ -26,7 +29,7 @@ $(STAMP_ENV): requirements.txt
 
 # Rebuilt only when a C++ source or the build files change.
 build: $(STAMP_EXT)
-$(STAMP_EXT): $(STAMP_ENV) $(CXX_SRC) setup.py pyproject.toml
+$(STAMP_EXT): $(STAMP_ENV) $(CXX_SRC) setup.py turbogelu/_build.py pyproject.toml
 	$(VPY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
@@ -62,6 +65,7 @@ test-all: build lint data
 fit: $(STAMP_ENV)
 	$(VPY) -m turbogelu fit --range 4.389 --iters 35 --points 20000 --degree 8 --gelu-mode exact
 	$(VPY) -m turbogelu fit --range 4.25 --iters 35 --points 20000 --degree 8 --gelu-mode tanh
+	$(VPY) -m turbogelu.approx.packed
 	$(VPY) -m turbogelu codegen
 
 codegen: $(STAMP_ENV)

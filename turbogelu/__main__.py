@@ -222,17 +222,23 @@ def _cmd_search(args) -> int:
 def _cmd_codegen(args) -> int:
     from .approx import codegen
 
-    text = codegen.generate(args.spec_dir)
-    path = Path(args.out) if args.out else codegen.HEADER
+    files = codegen.outputs(args.spec_dir)
+    if args.out:  # --out: the C++ header only, written there
+        files = {Path(args.out): files[codegen.HEADER]}
     if args.check:
-        if not path.is_file() or path.read_text() != text:
+        stale = [p for p, text in files.items() if not p.is_file() or p.read_text() != text]
+        for path in stale:
             print(f"{path} differs from what the specs generate; run `python -m turbogelu codegen`",
                   file=sys.stderr)  # fmt: skip
+        if stale:
             return 1
-        print(f"{path} is up to date", file=sys.stderr)
+        for path in files:
+            print(f"{path} is up to date", file=sys.stderr)
         return 0
-    path.write_text(text)
-    print(f"wrote {path}", file=sys.stderr)
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
@@ -492,10 +498,13 @@ def main(argv=None) -> int:
     )
     pp.set_defaults(func=_cmd_paper)
 
-    c = sub.add_parser("codegen", help="generate kernels/include/turbogelu/gelu_coeffs.h")
+    c = sub.add_parser(
+        "codegen",
+        help="generate kernels/include/turbogelu/gelu_coeffs.h and kernels/mps/gelu_kernels.metal",
+    )
     c.add_argument("--spec-dir", type=Path, default=None)
-    c.add_argument("--out", default=None)
-    c.add_argument("--check", action="store_true", help="fail if the header is out of date")
+    c.add_argument("--out", default=None, help="write (or check) only the C++ header, here")
+    c.add_argument("--check", action="store_true", help="fail if a generated file is out of date")
     c.set_defaults(func=_cmd_codegen)
 
     r = sub.add_parser("report", help="exhaustive bf16/fp16 and dense float32 error report")

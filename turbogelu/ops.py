@@ -24,9 +24,11 @@ import math
 
 import torch
 
+from . import mps as _mps
 from ._ext import load_extension
 
 load_extension()
+_mps.register()  # the Apple GPU kernels (Metal, compiled at first use): turbogelu/mps.py
 
 _ops = torch.ops.turbogelu
 APPROXIMATE = ("none", "tanh")
@@ -208,6 +210,20 @@ def cpu_isa() -> str:
 def cpu_isas_available() -> list[str]:
     """Instruction sets this CPU can run, best first (TURBOGELU_CPU_ISA picks one)."""
     return list(_ops._cpu_isas())
+
+
+@contextlib.contextmanager
+def use_cuda_packed(on: bool = True):
+    """Inside the block, bfloat16 ops on CUDA take the opt-in packed path (``__nv_bfloat162``
+    arithmetic with its own fits, turbogelu/approx/packed.py: max |error| within 2x PyTorch's
+    own in bfloat16, not the float32 path's bounds; ``backward=`` then picks nothing: the
+    packed backward is one fit of GELU'). TURBOGELU_CUDA_PACKED=1 turns it on for a process.
+    Other dtypes and devices are unaffected."""
+    previous = _ops._set_cuda_packed(on)
+    try:
+        yield
+    finally:
+        _ops._set_cuda_packed(previous)
 
 
 @contextlib.contextmanager

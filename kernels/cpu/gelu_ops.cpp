@@ -16,6 +16,7 @@
 
 #include "cpu_kernels.h"
 #include "turbogelu/gelu_coeffs.h"
+#include "turbogelu/ops_common.h"
 
 namespace turbogelu {
 namespace {
@@ -94,40 +95,13 @@ std::string set_cpu_isa(c10::string_view name) {
 
 std::vector<std::string> cpu_isas() { return available_isas(); }
 
-// ---------------------------------------------------------------- coefficient choice
-
-enum class Direction { Forward, Backward };
-
-bool is_tanh(c10::string_view approximate) {
-  TORCH_CHECK_VALUE(approximate == "none" || approximate == "tanh",
-                    "turbogelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  return approximate == "tanh";
-}
-
-const PolyCoeffs& forward_coeffs(c10::string_view approximate) {
-  return is_tanh(approximate) ? coeffs::gelu_tanh_forward : coeffs::gelu_none_forward;
-}
-
-const PolyCoeffs& backward_coeffs(c10::string_view approximate, c10::string_view backward) {
-  TORCH_CHECK_VALUE(backward == "default" || backward == "direct" || backward == "matched",
-                    "turbogelu: backward must be 'default', 'direct' or 'matched', got '", backward,
-                    "'");
-  const bool tanh = is_tanh(approximate);
-  bool direct = backward == "direct";
-  if (backward == "default")
-    direct = tanh ? coeffs::gelu_tanh_default_backward_is_direct
-                  : coeffs::gelu_none_default_backward_is_direct;
-  if (tanh) return direct ? coeffs::gelu_tanh_backward_direct : coeffs::gelu_tanh_backward_matched;
-  return direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched;
-}
+// ---------------------------------------------------------------- polynomial scheme
 
 // Horner is the default: `python -m turbogelu bench` times both schemes in the same process
 // (the "turbogelu (Estrin)" rows), and on the AVX-512 build machine Horner is the faster
 // (fewer operations; out-of-order execution overlaps independent elements, so the long
 // dependency chain costs little). Estrin stays selectable for the benchmark.
 std::atomic<Scheme> g_scheme{Scheme::Horner};
-
-Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
 
 std::string scheme_name(Scheme s) { return s == Scheme::Horner ? "horner" : "estrin"; }
 
@@ -137,6 +111,18 @@ std::string set_poly_scheme(c10::string_view name) {
                     "'");
   return scheme_name(g_scheme.exchange(name == "horner" ? Scheme::Horner : Scheme::Estrin));
 }
+
+// The opt-in packed bfloat16 CUDA path (kernels/cuda/): off unless TURBOGELU_CUDA_PACKED=1
+// at the first call, or switched with _set_cuda_packed.
+std::atomic<bool>& packed_slot() {
+  static std::atomic<bool> slot{[] {
+    const char* env = std::getenv("TURBOGELU_CUDA_PACKED");
+    return env != nullptr && std::string(env) == "1";
+  }()};
+  return slot;
+}
+
+bool set_cuda_packed(bool on) { return packed_slot().exchange(on); }
 
 // ---------------------------------------------------------------- checks and layout
 
@@ -162,9 +148,6 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
               " on the CPU (this is the CPU kernel), got a tensor on ", t.device());
 }
 
-// Elements laid out in one dense block, so a flat loop over memory visits each exactly once.
-bool flat(const at::Tensor& t) { return t.is_non_overlapping_and_dense(); }
-
 // Grain of at::parallel_for: tensors of up to this many elements run on one thread, larger
 // ones are split into chunks of at least this size. `python -m turbogelu bench --grain`
 // (float32 forward, 1 vs 2 threads) on the 2-core build machine: 2 threads lose at 4K
@@ -178,7 +161,7 @@ int64_t set_parallel_grain(int64_t grain) {
   return g_grain.exchange(grain);
 }
 
-void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+void launch_forward_cpu(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
   const int d = dtype_index(x, "gelu");
   const KernelTable& table = current_table();
   const auto fn = table.forward[d] != nullptr ? table.forward[d] : cpu::scalar_table().forward[d];
@@ -193,8 +176,8 @@ void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs
                    [&](int64_t b, int64_t e) { fn(xp + b * es, op + b * es, e - b, k, s); });
 }
 
-void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
-                     const PolyCoeffs& k) {
+void launch_backward_cpu(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
+                         const PolyCoeffs& k) {
   const int d = dtype_index(x, "gelu_backward");
   const KernelTable& table = current_table();
   const auto fn =
@@ -212,99 +195,27 @@ void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
   });
 }
 
-// ---------------------------------------------------------------- forward ops
+// ---------------------------------------------------------------- the ops
 
-// The kernels run over flat memory: the input(s) and the output must share one dense layout.
-// That layout is at::empty_like(x)'s (x's own strides when x is dense, e.g. channels_last or
-// a transpose; otherwise contiguous in x's suggested memory format), which is also what the
-// fake kernels in ops.py return, so eager and traced results agree on strides.
-at::Tensor in_layout_of(const at::Tensor& src, const at::Tensor& like) {
-  if (flat(src) && src.strides() == like.strides()) return src;
-  return at::empty_like(like).copy_(src);
-}
-
-// out= must already have x's shape. ATen's out= ops resize an empty out, but a custom op
-// that resizes a mutated argument cannot be functionalized (torch.compile), so here it is an
-// error in eager and traced code alike.
-void check_out_shape(const at::Tensor& out, const at::Tensor& x, const char* op) {
-  TORCH_CHECK(out.sizes() == x.sizes(), "turbogelu.", op, ": out has shape ", out.sizes(),
-              " but x has shape ", x.sizes(), " (out= tensors are not resized)");
-}
-
-// Where an out= result is computed: `out` itself when it is dense, else a temporary.
-at::Tensor result_buffer(const at::Tensor& out, const at::Tensor& x) {
-  return flat(out) ? out : at::empty_like(x);
-}
-
-at::Tensor gelu_cpu(const at::Tensor& x, c10::string_view approximate, c10::string_view backward) {
-  check_cpu(x, "gelu", "x");
-  dtype_index(x, "gelu");
-  const PolyCoeffs& k = forward_coeffs(approximate);
-  backward_coeffs(approximate, backward);  // validate it here too, not only at backward time
-  at::Tensor out = at::empty_like(x);
-  launch_forward(in_layout_of(x, out), out, k);
-  return out;
-}
-
-void gelu_out_cpu(const at::Tensor& x, c10::string_view approximate, const at::Tensor& out) {
-  check_cpu(x, "gelu", "x");
-  check_cpu(out, "gelu", "out");
-  dtype_index(x, "gelu");
-  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu: out has dtype ",
-                   out.scalar_type(), " but x has dtype ", x.scalar_type());
-  const PolyCoeffs& k = forward_coeffs(approximate);
-  check_out_shape(out, x, "gelu");
-  at::assert_no_internal_overlap(out);
-  at::assert_no_partial_overlap(out, x);
-  // When out is x itself (gelu_), both are the same flat buffer and each element is read
-  // before it is written.
-  at::Tensor target = result_buffer(out, x);
-  launch_forward(in_layout_of(x, target), target, k);
-  if (!target.is_same(out)) out.copy_(target);
-}
-
-void gelu_inplace_cpu(const at::Tensor& x, c10::string_view approximate) {
-  gelu_out_cpu(x, approximate, x);
-}
-
-// ---------------------------------------------------------------- backward ops
-
-void check_backward_args(const at::Tensor& grad, const at::Tensor& x) {
-  check_cpu(x, "gelu_backward", "x");
-  check_cpu(grad, "gelu_backward", "grad");
-  dtype_index(x, "gelu_backward");
-  TORCH_CHECK_TYPE(grad.scalar_type() == x.scalar_type(),
-                   "turbogelu.gelu_backward: grad has dtype ", grad.scalar_type(),
-                   " but x has dtype ", x.scalar_type());
-  TORCH_CHECK(grad.sizes() == x.sizes(), "turbogelu.gelu_backward: grad has shape ", grad.sizes(),
-              " but x has shape ", x.sizes());
-}
-
-at::Tensor gelu_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
-                             c10::string_view approximate, c10::string_view backward) {
-  check_backward_args(grad, x);
-  const PolyCoeffs& k = backward_coeffs(approximate, backward);
-  at::Tensor out = at::empty_like(x);
-  launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
-  return out;
-}
-
-void gelu_backward_out_cpu(const at::Tensor& grad, const at::Tensor& x,
-                           c10::string_view approximate, c10::string_view backward,
-                           const at::Tensor& out) {
-  check_backward_args(grad, x);
-  check_cpu(out, "gelu_backward", "out");
-  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu_backward: out has dtype ",
-                   out.scalar_type(), " but x has dtype ", x.scalar_type());
-  const PolyCoeffs& k = backward_coeffs(approximate, backward);
-  check_out_shape(out, x, "gelu_backward");
-  at::assert_no_internal_overlap(out);
-  at::assert_no_partial_overlap(out, x);
-  at::assert_no_partial_overlap(out, grad);
-  at::Tensor target = result_buffer(out, x);
-  launch_backward(in_layout_of(grad, target), in_layout_of(x, target), target, k);
-  if (!target.is_same(out)) out.copy_(target);
-}
+// The CPU backend of ops::GeluOps (kernels/include/turbogelu/ops_common.h), which holds the
+// semantics every device shares.
+struct CpuBackend {
+  static void check_device(const at::Tensor& t, const at::Tensor&, const char* op,
+                           const char* what) {
+    check_cpu(t, op, what);
+  }
+  struct Guard {
+    explicit Guard(const at::Tensor&) {}
+  };
+  static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+    launch_forward_cpu(x, out, k);
+  }
+  static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
+                              const PolyCoeffs& k) {
+    launch_backward_cpu(g, x, out, k);
+  }
+};
+using CpuOps = ops::GeluOps<CpuBackend>;
 
 // ---------------------------------------------------------------- autograd guards
 // The mutating forms have no derivative formula. Rather than let autograd silently skip
@@ -360,6 +271,10 @@ void gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
 
 }  // namespace
 
+Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
+
+bool cuda_packed() { return packed_slot().load(std::memory_order_relaxed); }
+
 // Entry points for the other operator files (poly_ops.cpp: coefficients given at run time).
 // The same path as gelu / gelu_backward: current instruction set, scheme and grain.
 namespace cpu {
@@ -367,14 +282,14 @@ namespace cpu {
 at::Tensor forward_with(const at::Tensor& x, const PolyCoeffs& k) {
   check_cpu(x, "poly_gelu", "x");
   at::Tensor out = at::empty_like(x);
-  launch_forward(in_layout_of(x, out), out, k);
+  launch_forward_cpu(ops::in_layout_of(x, out), out, k);
   return out;
 }
 
 at::Tensor backward_with(const at::Tensor& grad, const at::Tensor& x, const PolyCoeffs& k) {
-  check_backward_args(grad, x);
+  CpuOps::check_backward_args(grad, x);
   at::Tensor out = at::empty_like(x);
-  launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
+  launch_backward_cpu(ops::in_layout_of(grad, out), ops::in_layout_of(x, out), out, k);
   return out;
 }
 
@@ -403,14 +318,16 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
   // Benchmark hook: evaluate P by "horner" (default) or "estrin"; returns the previous one.
   m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
+  // The opt-in packed bfloat16 CUDA path on (true) or off; returns the previous setting.
+  m.def("_set_cuda_packed(bool on) -> bool", &set_cuda_packed);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
-  m.impl("gelu", &gelu_cpu);
-  m.impl("gelu.out", &gelu_out_cpu);
-  m.impl("gelu_", &gelu_inplace_cpu);
-  m.impl("gelu_backward", &gelu_backward_cpu);
-  m.impl("gelu_backward.out", &gelu_backward_out_cpu);
+  m.impl("gelu", &CpuOps::gelu);
+  m.impl("gelu.out", &CpuOps::gelu_out);
+  m.impl("gelu_", &CpuOps::gelu_inplace);
+  m.impl("gelu_backward", &CpuOps::gelu_backward);
+  m.impl("gelu_backward.out", &CpuOps::gelu_backward_out);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {

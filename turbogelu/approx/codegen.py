@@ -1,16 +1,25 @@
-"""Generate ``kernels/include/turbogelu/gelu_coeffs.h`` from the committed spec files.
+"""Generate the kernels' coefficients from the committed spec files:
 
-The header holds every coefficient as a float32 hex literal, so the bits the kernels use are
-the bits the spec's errors were measured for; a test regenerates it and compares.
+* ``kernels/include/turbogelu/gelu_coeffs.h`` (CPU and CUDA), every coefficient a float32 hex
+  literal;
+* ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as poly_eval.h written
+  out in Metal, every coefficient an *exact* decimal literal (the float32 value's full decimal
+  expansion, so any compiler reads the same bits; its hex form stands beside it).
+
+So the bits the kernels use are the bits the spec's errors were measured for; a test
+regenerates both files and compares (``python -m turbogelu codegen --check``).
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 from . import spec as specmod
 
-HEADER = Path(__file__).resolve().parents[2] / "kernels" / "include" / "turbogelu" / "gelu_coeffs.h"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+HEADER = KERNELS / "include" / "turbogelu" / "gelu_coeffs.h"
+METAL = KERNELS / "mps" / "gelu_kernels.metal"
 MODES = ("none", "tanh")
 # C++ identifiers for the three coefficient sets of a spec.
 PART_NAMES = {"forward": "forward", "backward_direct": "backward_direct",
@@ -35,7 +44,7 @@ def _part(mode: str, name: str, part: dict) -> list[str]:
     ]
 
 
-def render(specs: dict[str, dict]) -> str:
+def render(specs: dict[str, dict], packed: dict | None = None) -> str:
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
         "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json.",
@@ -63,8 +72,38 @@ def render(specs: dict[str, dict]) -> str:
             "// The default backward: the more accurate of the two, as measured by the fit.",
             f"inline constexpr bool gelu_{mode}_default_backward_is_direct = {default};",
         ]
+    lines += _packed_lines(packed)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     return "\n".join(lines)
+
+
+def _packed_lines(packed: dict) -> list[str]:
+    """The packed bfloat16 coefficient sets (turbogelu/approx/packed.py), if given."""
+    if not packed:
+        return []
+    from . import packed as packed_mod
+
+    lines = [
+        "",
+        "// Packed bfloat16: the opt-in CUDA path that evaluates the same program two lanes at a",
+        "// time in __nv_bfloat162 arithmetic (every operation rounded to bfloat16), with its own",
+        "// fits: python -m turbogelu.approx.packed -> data/specs/packed/*.json. Every value is a",
+        "// bfloat16. Bound: max |err| over every finite bfloat16 <= 2x PyTorch's own (tests).",
+    ]
+    for (mode, direction), ps in packed.items():
+        v = packed_mod.kernel_values(ps)
+        err = ps.meta.get("exhaustive_max_abs_error_bf16_replay", float("nan"))
+        coeffs = ", ".join(_lit(specmod.f32_hex(c)) for c in v["coefficients"])
+        lines += [
+            f'// approximate="{mode}" {direction}: {packed_mod.path(mode, direction).name},'
+            f" {ps.method}, degree {ps.degree}, R {ps.clamp:g}; exhaustive bfloat16 replay:"
+            f" max |err| {err:.3e}",
+            f"inline constexpr PolyCoeffs gelu_{mode}_{direction}_packed_bf16 = {{",
+            f"    {v['degree']}, {_lit(specmod.f32_hex(v['clamp']))},"
+            f" {_lit(specmod.f32_hex(v['scale']))},",
+            f"    {{{coeffs}}}}};",
+        ]
+    return lines
 
 
 def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
@@ -79,5 +118,187 @@ def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
     return out
 
 
+def load_packed(spec_dir: Path | None = None) -> dict:
+    """{(mode, direction): PolySpec} of the packed bfloat16 specs: ``spec_dir/packed`` when it
+    exists, else the committed data/specs/packed."""
+    from . import packed
+
+    folder = Path(spec_dir) / "packed" if spec_dir is not None else None
+    out = {}
+    for mode in packed.MODES:
+        for direction in packed.DIRECTIONS:
+            p = packed.path(mode, direction)
+            if folder is not None and folder.is_dir():
+                p = folder / p.name
+            out[(mode, direction)] = polyspec_from(p)
+    return out
+
+
+def polyspec_from(path: Path):
+    from .polyspec import PolySpec
+
+    return PolySpec.from_json(Path(path).read_text())
+
+
 def generate(spec_dir: Path | None = None) -> str:
-    return render(load_specs(spec_dir))
+    return render(load_specs(spec_dir), load_packed(spec_dir))
+
+
+# ---------------------------------------------------------------- Metal
+
+# The coefficient sets of the Metal kernels, in the order of their index (the kernels' `set`
+# argument; turbogelu/mps.py passes it).
+METAL_SETS = tuple((mode, part) for mode in MODES for part in specmod.PARTS)
+
+
+def exact_decimal(hexstr: str) -> str:
+    """The float32 value of a hex literal as its exact (finite) decimal expansion."""
+    d = Decimal(float.fromhex(hexstr))  # float32 -> float64 is exact, so is Decimal(float64)
+    text = format(d, "f")
+    return text if "." in text else text + ".0"
+
+
+def _metal_lit(hexstr: str) -> str:
+    return f"{exact_decimal(hexstr)}f"
+
+
+def render_metal(specs: dict[str, dict]) -> str:
+    n = 1 + max(specs[m][p]["degree"] for m, p in METAL_SETS)
+    clamps, scales, rows = [], [], []
+    for i, (mode, part) in enumerate(METAL_SETS):
+        s = specs[mode][part]
+        # Leading zeros pad a lower degree: fma(0, z, c) = c, so Horner's result is unchanged.
+        coeffs = ["0x0p+0"] * (n - 1 - s["degree"]) + list(reversed(s["coefficients"]))
+        coeffs = list(reversed(coeffs))
+        clamps.append(f"    {_metal_lit(s['clamp'])},  // {i}: {mode} {part}: {s['clamp']}")
+        scales.append(f"    {_metal_lit(s['scale'])},  // {i}: {s['scale']}")
+        rows.append(f"    {{  // {i}: approximate={mode!r}, {part} (degree {s['degree']})")
+        rows += [f"        {_metal_lit(c)},  // c[{k}] = {c}" for k, c in enumerate(coeffs)]
+        rows.append("    },")
+    sets = ", ".join(f"{i} = {m} {p}" for i, (m, p) in enumerate(METAL_SETS))
+    defaults = ", ".join(f"{m}={specs[m]['default_backward']}" for m in MODES)
+    head = _METAL_HEAD.replace("@SETS@", sets).replace("@DEFAULTS@", defaults)
+    tables = [
+        f"#define TG_N {n}  // coefficients per set (the highest degree + 1)",
+        f"#define TG_SETS {len(METAL_SETS)}",
+        "",
+        "constant float TG_CLAMP[TG_SETS] = {",
+        *clamps,
+        "};",
+        "constant float TG_SCALE[TG_SETS] = {",
+        *scales,
+        "};",
+        "constant float TG_COEFFS[TG_SETS][TG_N] = {",
+        *rows,
+        "};",
+    ]
+    return head + "\n".join(tables) + "\n" + _METAL_BODY
+
+
+_METAL_HEAD = """\
+// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
+// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (turbogelu/approx/codegen.py).
+//
+// turbogelu's GELU for Apple GPUs: the evaluation of poly_eval.h (Horner) with the
+// coefficients of gelu_coeffs.h, compiled at first use by torch.mps.compile_shader
+// (turbogelu/mps.py). Each coefficient is the exact decimal expansion of its float32 value
+// (hex beside it), so every compiler reads the same bits.
+//
+//   forward   gelu(x)  ~ x * (1/2 + x P(z))  for |x| <= R;  x for x > R;  -0.0 for x < -R
+//   backward  gelu'(x) ~ 1/2 + x Q(z)        for |x| <= R;  1 for x > R;  0 for x < -R
+//   y = x*x, z = fma(y, scale, -1); |x| <= R decided as y <= R*R (NaN stays in P: NaN).
+//
+// Coefficient sets (the kernels' argument s): @SETS@.
+// The default backward (read by turbogelu/mps.py), per form:
+// default_backward: @DEFAULTS@
+// float16 and bfloat16 are computed in float32 and rounded to nearest even; there is no
+// float64 on Apple GPUs.
+#include <metal_stdlib>
+using namespace metal;
+
+// Fuse exactly where fma() is written, and keep IEEE semantics for NaN, inf and -0.0
+// (the default fast math may assume there is no NaN).
+#if __METAL_VERSION__ >= 320
+#pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
+#endif
+
+"""
+
+_METAL_BODY = """
+// 1/2 + x P(z), and y = x*x (poly_eval.h's gelu_bracket).
+inline float tg_inner(float x, long s, thread float& y) {
+  y = x * x;
+  const float z = fma(y, TG_SCALE[s], -1.0f);
+  float p = TG_COEFFS[s][TG_N - 1];
+  for (int k = TG_N - 2; k >= 0; --k) p = fma(p, z, TG_COEFFS[s][k]);
+  return fma(x, p, 0.5f);
+}
+
+inline float tg_forward(float x, long s) {
+  float y;
+  const float inner = tg_inner(x, s, y);
+  const float r = TG_CLAMP[s];
+  return y > r * r ? (x > 0.0f ? x : -0.0f) : x * inner;
+}
+
+inline float tg_backward(float g, float x, long s) {
+  float y;
+  const float inner = tg_inner(x, s, y);
+  const float r = TG_CLAMP[s];
+  const float step = x > 0.0f ? 1.0f : 0.0f;
+  // Always multiply: a NaN gradient stays NaN in the clamped tails.
+  return g * (y > r * r ? step : inner);
+}
+
+// bfloat16: Metal's bfloat (MSL 3.1+), else its bits in a ushort, rounded to nearest even as
+// kernels/cpu/convert.h does.
+#if __METAL_VERSION__ >= 310
+typedef bfloat tg_bf16;
+inline float tg_load(tg_bf16 v) { return float(v); }
+inline tg_bf16 tg_store(float v, tg_bf16) { return tg_bf16(v); }
+#else
+typedef ushort tg_bf16;
+inline float tg_load(tg_bf16 v) { return as_type<float>(uint(v) << 16); }
+inline tg_bf16 tg_store(float v, tg_bf16) {
+  const uint u = as_type<uint>(v);
+  return tg_bf16((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+#endif
+inline float tg_load(float v) { return v; }
+inline float tg_store(float v, float) { return v; }
+inline float tg_load(half v) { return float(v); }
+inline half tg_store(float v, half) { return half(v); }
+
+// One element per thread; the grid has n threads (or more: hence the guard).
+#define TG_KERNELS(T, NAME)                                                            \\
+  kernel void gelu_forward_##NAME(device const T* x [[buffer(0)]],                     \\
+                                  device T* out [[buffer(1)]],                         \\
+                                  constant long& n [[buffer(2)]],                      \\
+                                  constant long& s [[buffer(3)]],                      \\
+                                  uint i [[thread_position_in_grid]]) {                \\
+    if (i < n) out[i] = tg_store(tg_forward(tg_load(x[i]), s), T());                   \\
+  }                                                                                    \\
+  kernel void gelu_backward_##NAME(device const T* g [[buffer(0)]],                    \\
+                                   device const T* x [[buffer(1)]],                    \\
+                                   device T* out [[buffer(2)]],                        \\
+                                   constant long& n [[buffer(3)]],                     \\
+                                   constant long& s [[buffer(4)]],                     \\
+                                   uint i [[thread_position_in_grid]]) {               \\
+    if (i < n) out[i] = tg_store(tg_backward(tg_load(g[i]), tg_load(x[i]), s), T());  \\
+  }
+
+TG_KERNELS(float, float)
+TG_KERNELS(half, half)
+TG_KERNELS(tg_bf16, bfloat)
+"""
+
+
+def generate_metal(spec_dir: Path | None = None) -> str:
+    return render_metal(load_specs(spec_dir))
+
+
+def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
+    """Every generated file and its text."""
+    specs = load_specs(spec_dir)
+    return {HEADER: render(specs, load_packed(spec_dir)), METAL: render_metal(specs)}

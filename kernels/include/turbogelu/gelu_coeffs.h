@@ -45,5 +45,26 @@ inline constexpr PolyCoeffs gelu_tanh_backward_matched = {
 // The default backward: the more accurate of the two, as measured by the fit.
 inline constexpr bool gelu_tanh_default_backward_is_direct = true;
 
+// Packed bfloat16: the opt-in CUDA path that evaluates the same program two lanes at a
+// time in __nv_bfloat162 arithmetic (every operation rounded to bfloat16), with its own
+// fits: python -m turbogelu.approx.packed -> data/specs/packed/*.json. Every value is a
+// bfloat16. Bound: max |err| over every finite bfloat16 <= 2x PyTorch's own (tests).
+// approximate="none" forward: gelu_none_forward_bf16.json, remez+search, degree 4, R 3; exhaustive bfloat16 replay: max |err| 1.098e-02
+inline constexpr PolyCoeffs gelu_none_forward_packed_bf16 = {
+    4, 0x1.8p+1f, 0x1.c8p-3f,
+    {0x1.d4p-3f, -0x1.7ep-4f, 0x1.7ep-5f, -0x1.72p-6f, 0x1.bcp-8f}};
+// approximate="none" backward: gelu_none_backward_bf16.json, remez+search, degree 6, R 3.5; exhaustive bfloat16 replay: max |err| 7.473e-03
+inline constexpr PolyCoeffs gelu_none_backward_packed_bf16 = {
+    6, 0x1.cp+1f, 0x1.4ep-3f,
+    {0x1.bep-3f, -0x1.3p-3f, 0x1.1ep-3f, -0x1.cp-4f, 0x1.5ep-4f, -0x1.1ap-4f, 0x1.c4p-6f}};
+// approximate="tanh" forward: gelu_tanh_forward_bf16.json, remez+search, degree 3, R 3; exhaustive bfloat16 replay: max |err| 1.025e-02
+inline constexpr PolyCoeffs gelu_tanh_forward_packed_bf16 = {
+    3, 0x1.8p+1f, 0x1.c8p-3f,
+    {0x1.d2p-3f, -0x1.82p-4f, 0x1.9ap-5f, -0x1.18p-6f}};
+// approximate="tanh" backward: gelu_tanh_backward_bf16.json, remez+search, degree 6, R 3.5; exhaustive bfloat16 replay: max |err| 6.906e-03
+inline constexpr PolyCoeffs gelu_tanh_backward_packed_bf16 = {
+    6, 0x1.cp+1f, 0x1.4ep-3f,
+    {0x1.bep-3f, -0x1.32p-3f, 0x1.2p-3f, -0x1.b2p-4f, 0x1.52p-4f, -0x1.26p-4f, 0x1.eap-6f}};
+
 }  // namespace coeffs
 }  // namespace turbogelu

@@ -1,0 +1,46 @@
+// The CUDA kernels' launchers, between gelu_kernels.cu (device code, compiled by nvcc, no
+// torch headers: it compiles in seconds) and gelu_cuda.cpp (the ops, compiled by the host
+// compiler against c10/cuda).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "turbogelu/poly_eval.h"
+
+namespace turbogelu {
+namespace cuda {
+
+// Element types (the storage; the math runs in float32, or float64 for float64).
+enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3 };
+
+// Degrees (of P) with compiled kernels: each costs compile time (see TG_KERNEL_DEGREES in
+// kernels/cpu/cpu_kernels.h for the CPU's list).
+#define TG_CUDA_KERNEL_DEGREES(X) X(8)
+
+bool has_degree(int degree);
+
+// out[i] = gelu(x[i]) for i < n, on `stream` of the current device. x may equal out (in place);
+// otherwise they must not overlap. 128-bit loads and stores when every pointer is 16-byte
+// aligned, one element at a time otherwise. Returns the launch's error (cudaSuccess when n = 0).
+cudaError_t forward(DType dtype, const void* x, void* out, int64_t n, const PolyCoeffs& k,
+                    Scheme scheme, cudaStream_t stream);
+
+// out[i] = grad[i] * gelu'(x[i]); out may equal grad or x.
+cudaError_t backward(DType dtype, const void* grad, const void* x, void* out, int64_t n,
+                     const PolyCoeffs& k, Scheme scheme, cudaStream_t stream);
+
+// The opt-in packed bfloat16 path: the same program two lanes at a time in __nv_bfloat162
+// arithmetic (every operation rounded to bfloat16), with the packed coefficient sets of
+// gelu_coeffs.h (turbogelu/approx/packed.py replays it bit for bit). bfloat16 data only.
+#define TG_CUDA_PACKED_DEGREES(X) X(3) X(4) X(6)
+
+bool has_packed_degree(int degree);
+cudaError_t forward_packed_bf16(const void* x, void* out, int64_t n, const PolyCoeffs& k,
+                                cudaStream_t stream);
+cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int64_t n,
+                                 const PolyCoeffs& k, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace turbogelu

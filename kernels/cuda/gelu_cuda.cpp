@@ -1,0 +1,108 @@
+// The CUDA implementation of the turbogelu ops (schemas in kernels/cpu/gelu_ops.cpp). The
+// semantics (checks, coefficient choice, output layout, out= and in place) are the shared
+// ops::GeluOps; this file adds the device checks, the device guard and the launch on the
+// current stream. Only c10/cuda headers: ATen/cuda/CUDAContext.h would pull in cuBLAS headers,
+// which a CUDA toolkit need not have.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "cuda_kernels.h"
+#include "turbogelu/ops_common.h"
+
+namespace turbogelu {
+namespace {
+
+cuda::DType dtype_of(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      return cuda::kF32;
+    case at::kHalf:
+      return cuda::kF16;
+    case at::kBFloat16:
+      return cuda::kBF16;
+    default:
+      return cuda::kF64;  // ops::check_dtype has refused everything else
+  }
+}
+
+// The packed bfloat16 set standing for a float32 coefficient set, or nullptr. Identified by
+// address: ops::forward_coeffs / backward_coeffs return the generated objects themselves.
+// Both backward sets (direct, matched) map to the packed backward fit (a fit of GELU').
+const PolyCoeffs* packed_for(const PolyCoeffs& k) {
+  namespace c = coeffs;
+  if (&k == &c::gelu_none_forward) return &c::gelu_none_forward_packed_bf16;
+  if (&k == &c::gelu_tanh_forward) return &c::gelu_tanh_forward_packed_bf16;
+  if (&k == &c::gelu_none_backward_direct || &k == &c::gelu_none_backward_matched)
+    return &c::gelu_none_backward_packed_bf16;
+  if (&k == &c::gelu_tanh_backward_direct || &k == &c::gelu_tanh_backward_matched)
+    return &c::gelu_tanh_backward_packed_bf16;
+  return nullptr;
+}
+
+// The packed coefficients when this call takes the packed path (bfloat16, switched on).
+const PolyCoeffs* packed_path(const at::Tensor& x, const PolyCoeffs& k) {
+  if (x.scalar_type() != at::kBFloat16 || !cuda_packed()) return nullptr;
+  const PolyCoeffs* p = packed_for(k);
+  TORCH_CHECK(p == nullptr || cuda::has_packed_degree(p->degree),
+              "turbogelu: no packed CUDA kernel compiled for degree ", p->degree);
+  return p;
+}
+
+struct CudaBackend {
+  // Every tensor on x's CUDA device (the dispatcher picks this kernel when any is on CUDA).
+  static void check_device(const at::Tensor& t, const at::Tensor& x, const char* op,
+                           const char* what) {
+    TORCH_CHECK(t.is_cuda() && t.device() == x.device(), "turbogelu.", op, ": expected ", what,
+                " on ", x.is_cuda() ? x.device() : c10::Device(c10::kCUDA),
+                " (this is the CUDA kernel and x is on ", x.device(), "), got a tensor on ",
+                t.device());
+  }
+  struct Guard {
+    explicit Guard(const at::Tensor& x) : guard(x.device()) {}
+    c10::cuda::CUDAGuard guard;
+  };
+  static void check_degree(const PolyCoeffs& k) {
+    TORCH_CHECK(cuda::has_degree(k.degree), "turbogelu: no CUDA kernel compiled for degree ",
+                k.degree);
+  }
+  static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+    if (const PolyCoeffs* p = packed_path(x, k)) {
+      C10_CUDA_CHECK(cuda::forward_packed_bf16(x.const_data_ptr(), out.data_ptr(), x.numel(), *p,
+                                               c10::cuda::getCurrentCUDAStream().stream()));
+      return;
+    }
+    check_degree(k);
+    C10_CUDA_CHECK(cuda::forward(dtype_of(x), x.const_data_ptr(), out.data_ptr(), x.numel(), k,
+                                 current_scheme(), c10::cuda::getCurrentCUDAStream().stream()));
+  }
+  static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
+                              const PolyCoeffs& k) {
+    if (const PolyCoeffs* p = packed_path(x, k)) {
+      C10_CUDA_CHECK(cuda::backward_packed_bf16(g.const_data_ptr(), x.const_data_ptr(),
+                                                out.data_ptr(), x.numel(), *p,
+                                                c10::cuda::getCurrentCUDAStream().stream()));
+      return;
+    }
+    check_degree(k);
+    C10_CUDA_CHECK(cuda::backward(dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
+                                  out.data_ptr(), x.numel(), k, current_scheme(),
+                                  c10::cuda::getCurrentCUDAStream().stream()));
+  }
+};
+using CudaOps = ops::GeluOps<CudaBackend>;
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(turbogelu, CUDA, m) {
+  m.impl("gelu", &CudaOps::gelu);
+  m.impl("gelu.out", &CudaOps::gelu_out);
+  m.impl("gelu_", &CudaOps::gelu_inplace);
+  m.impl("gelu_backward", &CudaOps::gelu_backward);
+  m.impl("gelu_backward.out", &CudaOps::gelu_backward_out);
+}
+
+}  // namespace turbogelu

@@ -1,0 +1,123 @@
+"""The packed bfloat16 specs: the coefficients of the opt-in CUDA path that evaluates the
+kernels' program two lanes at a time in ``__nv_bfloat162`` arithmetic (issue 5).
+
+    forward   x * fma(x, P(z), 1/2),  backward  fma(x, Q(z), 1/2),  z = fma(x*x, 2/R^2, -1),
+    every operation rounded to bfloat16 (fused multiply-adds), the window y <= fl(R*R).
+
+Bound (issue 5): max |error| over every finite bfloat16 input <= 2x PyTorch's own max |error|
+in bfloat16. ``experiments/packed_half`` measured which degrees and clamps meet it (float16
+cannot, with this program); ``FITS`` takes the fewest terms that do. Each spec is fitted by the
+lab (``family_fit.fit_polyspec``, remez + neighbour search, coefficients in bfloat16), stored
+as PolySpec JSON under ``data/specs/packed/``, and generated into gelu_coeffs.h by
+``python -m turbogelu codegen``. Exhaustive errors: ``exhaustive_error``, the lab's replay of
+packed bfloat16 arithmetic (``polyspec.replay(precision="target")``).
+
+    python -m turbogelu.approx.packed            # refit and write the specs
+    python -m turbogelu.approx.packed --check    # refit and compare with the committed ones
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import family_fit, polyspec, reference, rounding
+from .polyspec import PolySpec
+
+SPEC_DIR = Path(__file__).resolve().parents[2] / "data" / "specs" / "packed"
+MODES = ("none", "tanh")
+DIRECTIONS = ("forward", "backward")
+FMT = "bfloat16"
+# (mode, direction): (degree, R), from experiments/packed_half/feasibility.log.
+FITS = {
+    ("none", "forward"): (4, 3.0),
+    ("tanh", "forward"): (3, 3.0),
+    ("none", "backward"): (6, 3.5),
+    ("tanh", "backward"): (6, 3.5),
+}
+
+
+def target(mode: str, direction: str) -> str:
+    return ("gelu" if mode == "none" else "gelu_tanh") + (
+        "_grad" if direction == "backward" else ""
+    )
+
+
+def path(mode: str, direction: str) -> Path:
+    return SPEC_DIR / f"gelu_{mode}_{direction}_bf16.json"
+
+
+def fit(mode: str, direction: str) -> PolySpec:
+    degree, r = FITS[(mode, direction)]
+    factor = 2 if direction == "forward" else 1
+    ps = family_fit.fit_polyspec(
+        target(mode, direction), "y", factor, degree, r, r, FMT, method="remez+search",
+        replay=False,
+    )  # fmt: skip
+    meta = dict(ps.meta)
+    meta["generated_by"] = "python -m turbogelu.approx.packed"
+    meta["exhaustive_max_abs_error_bf16_replay"] = exhaustive_error(
+        ps.with_coefficients(ps.coefficients, program="turbogelu"), mode, direction
+    )
+    return ps.with_coefficients(ps.coefficients, program="turbogelu", meta=meta)
+
+
+def load(mode: str, direction: str) -> PolySpec:
+    return PolySpec.from_json(path(mode, direction).read_text())
+
+
+def finite_inputs() -> np.ndarray:
+    """Every finite bfloat16 value, as float64."""
+    bits = np.arange(1 << 16, dtype=np.uint32) << 16
+    x = bits.view(np.float32)
+    return x[np.isfinite(x)].astype(np.float64)
+
+
+def exact(x: np.ndarray, mode: str, direction: str) -> np.ndarray:
+    return reference.gelu(x, mode) if direction == "forward" else reference.gelu_grad(x, mode)
+
+
+def replay(ps: PolySpec, x: np.ndarray) -> np.ndarray:
+    """The packed kernel's bfloat16 results (as float64) for bfloat16 inputs x."""
+    return polyspec.replay(ps, x, precision="target").astype(np.float64)
+
+
+def exhaustive_error(ps: PolySpec, mode: str, direction: str) -> float:
+    x = finite_inputs()
+    return float(np.max(np.abs(replay(ps, x) - exact(x, mode, direction))))
+
+
+def kernel_values(ps: PolySpec) -> dict:
+    """clamp, scale and coefficients as the kernel gets them (bfloat16 values)."""
+    scale = float(rounding.round_to(np.float64(ps.scale), FMT))
+    return {"degree": ps.degree, "clamp": ps.clamp, "scale": scale, "coefficients": ps.coefficients}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m turbogelu.approx.packed", description=__doc__)
+    p.add_argument("--check", action="store_true", help="fail if a committed spec differs")
+    args = p.parse_args(argv)
+    stale = []
+    for mode in MODES:
+        for direction in DIRECTIONS:
+            ps = fit(mode, direction)
+            err = ps.meta["exhaustive_max_abs_error_bf16_replay"]
+            print(f"{mode} {direction}: degree {ps.degree}, R {ps.clamp}: max |err| {err:.4g}")
+            text = ps.to_json()
+            target_path = path(mode, direction)
+            if args.check:
+                if not target_path.is_file() or load(mode, direction) != ps:
+                    stale.append(target_path)
+            else:
+                target_path.parent.mkdir(parents=True, exist_ok=True)
+                target_path.write_text(text)
+    for s in stale:
+        print(f"{s} differs from the refit", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

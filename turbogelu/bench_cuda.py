@@ -1,0 +1,345 @@
+"""GPU benchmark: ``python -m turbogelu.bench_cuda`` (one size, 1M elements by default) and
+``python -m turbogelu.bench_cuda --sweep`` (sizes up to 256M elements).
+
+Method, as bench.py's for the CPU (variants interleaved in one process, a seeded shuffle per
+round, medians with p5/p95 over rounds), with GPU timing: each batch of ``calls`` calls is
+bracketed by CUDA events on the current stream and synchronized before the next variant
+starts, so what is timed is execution, not enqueueing, and variants never overlap. Each call
+allocates its output (PyTorch's caching allocator: no cudaMalloc after the warm-up).
+
+The limit rows are what moving the same bytes costs on this GPU: a device-to-device copy
+(``empty_like(x).copy_(x)``: one read, one write) for the forward and ``torch.mul(g, x)`` (two
+reads, one write) for the backward; GB/s = bytes moved / median time. At sizes far beyond
+the L2 cache (64M elements and up) the limit is the HBM bandwidth, so ``/ limit`` says how far
+from the roofline a kernel is. Self-contained (it shares no code with bench.py, the general
+benchmark), so that tests/gpu_check.sh depends on nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+DTYPES = ("float32", "float16", "bfloat16")
+METHODS = {
+    "forward": ("turbogelu", "turbogelu (Estrin)", "turbogelu (packed)", "torch exact",
+                "torch tanh", "copy"),
+    "backward": ("turbogelu", "turbogelu (Estrin)", "turbogelu (packed)", "torch exact",
+                 "torch tanh", "mul"),
+}  # fmt: skip
+PACKED_DTYPES = ("bfloat16",)  # the opt-in packed path exists for these only
+LIMIT = {"forward": "copy", "backward": "mul"}
+TENSORS_MOVED = {"forward": 2, "backward": 3}  # reads + writes of n elements
+SWEEP_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28)
+ROOFLINE_FROM = 1 << 26  # sizes where the HBM roofline is the bar (issue: within 10%)
+ROOFLINE_SLACK = 1.10
+# Sweep: calls per batch so that a batch moves about this many elements (at least 3 calls).
+SWEEP_ELEMENTS_PER_BATCH = 1 << 27
+
+
+def device_info() -> dict:
+    import torch
+
+    import turbogelu.ops  # noqa: F401  (loads the extension)
+
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {
+        "gpu": p.name,
+        "capability": f"{p.major}.{p.minor}",
+        "sms": p.multi_processor_count,
+        "memory_gib": round(p.total_memory / 2**30, 1),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
+
+
+def _inputs(dtype: str, size: int, seed: int = 0):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dt = getattr(torch, dtype)
+    x = (torch.randn(size, device="cuda", generator=g) * 3).to(dt)
+    grad = torch.randn(size, device="cuda", generator=g).to(dt)
+    return x, grad
+
+
+def make_variants(direction: str, dtype: str, size: int) -> dict[tuple, Callable[[], object]]:
+    """{(direction, dtype, size, method): fn} for one group."""
+    import torch
+    import torch.nn.functional as F
+
+    x, g = _inputs(dtype, size)
+    tg = torch.ops.turbogelu
+    aten = torch.ops.aten
+    if direction == "forward":
+        fns = {
+            "turbogelu": lambda: tg.gelu(x),
+            "turbogelu (Estrin)": lambda: tg.gelu(x),
+            "turbogelu (packed)": lambda: tg.gelu(x),
+            "torch exact": lambda: F.gelu(x),
+            "torch tanh": lambda: F.gelu(x, approximate="tanh"),
+            "copy": lambda: torch.empty_like(x).copy_(x),
+        }
+    else:
+        fns = {
+            "turbogelu": lambda: tg.gelu_backward(g, x),
+            "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
+            "turbogelu (packed)": lambda: tg.gelu_backward(g, x),
+            "torch exact": lambda: aten.gelu_backward(g, x),
+            "torch tanh": lambda: aten.gelu_backward(g, x, approximate="tanh"),
+            "mul": lambda: torch.mul(g, x),
+        }
+    assert tuple(fns) == METHODS[direction]
+    if dtype not in PACKED_DTYPES:
+        del fns["turbogelu (packed)"]
+    return {(direction, dtype, size, m): fn for m, fn in fns.items()}
+
+
+def _scheme_for(key: tuple) -> str:
+    return "estrin" if key[3].endswith("(Estrin)") else "horner"
+
+
+@contextlib.contextmanager
+def _setting(key: tuple):
+    """The polynomial scheme and the packed switch a variant runs with (set outside the timed
+    region)."""
+    import torch
+
+    tg = torch.ops.turbogelu
+    scheme = tg._set_poly_scheme(_scheme_for(key))
+    packed = tg._set_cuda_packed(key[3].endswith("(packed)"))
+    try:
+        yield
+    finally:
+        tg._set_poly_scheme(scheme)
+        tg._set_cuda_packed(packed)
+
+
+def time_cuda(
+    variants: dict[tuple, Callable[[], object]],
+    rounds: int,
+    calls: int,
+    *,
+    warmup: int = 3,
+    seed: int = 0,
+) -> dict[tuple, list[float]]:
+    """Per-call microseconds, one entry per round, for every variant (interleaved)."""
+    import torch
+
+    times: dict[tuple, list[float]] = {k: [] for k in variants}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for key, fn in variants.items():
+        with _setting(key):
+            for _ in range(max(warmup, 1)):
+                fn()
+    torch.cuda.synchronize()
+    order = list(variants)
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for key in order:
+            fn = variants[key]
+            with _setting(key):
+                start.record()
+                for _ in range(calls):
+                    fn()
+                end.record()
+                end.synchronize()
+            times[key].append(start.elapsed_time(end) * 1e3 / calls)
+    return times
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize(times: dict[tuple, list[float]], calls: int) -> list[dict]:
+    med = {k: statistics.median(v) for k, v in times.items()}
+    rows = []
+    for key, w in times.items():
+        direction, dtype, size, method = key
+        m = med[key]
+        tg = med.get((direction, dtype, size, "turbogelu"))
+        limit = med.get((direction, dtype, size, LIMIT[direction]))
+        es = 4 if dtype == "float32" else 2
+        nbytes = TENSORS_MOVED[direction] * size * es
+        rows.append(
+            {
+                "direction": direction,
+                "dtype": dtype,
+                "size": size,
+                "method": method,
+                "median_us": m,
+                "p5_us": _quantile(w, 0.05),
+                "p95_us": _quantile(w, 0.95),
+                "gb_per_s": nbytes / (m * 1e-6) / 1e9,
+                "vs_turbogelu": m / tg if tg else None,
+                "per_limit": m / limit if limit else None,
+                "rounds": len(w),
+                "calls": calls,
+            }
+        )
+    return rows
+
+
+def run(
+    sizes: Sequence[int],
+    dtypes: Sequence[str],
+    directions: Sequence[str],
+    rounds: int,
+    calls: int | None,
+) -> list[dict]:
+    """One interleaved group per (size, direction, dtype), so that at most one group's tensors
+    are alive (256M float32 elements are 1 GiB a tensor)."""
+    import torch
+
+    rows = []
+    for size in sizes:
+        n = calls or max(3, min(100, SWEEP_ELEMENTS_PER_BATCH // size))
+        for direction in directions:
+            for dtype in dtypes:
+                variants = make_variants(direction, dtype, size)
+                rows += summarize(time_cuda(variants, rounds, n), n)
+                del variants
+                torch.cuda.empty_cache()
+    return rows
+
+
+def _us(t: float) -> str:
+    return f"{t:.0f}" if t >= 1000 else f"{t:.1f}" if t >= 10 else f"{t:.2f}"
+
+
+def _ratio(r: float | None) -> str:
+    return "" if r is None else f"{r:.2f}"
+
+
+def render_table(rows: Sequence[dict]) -> str:
+    lines = [
+        "| direction | dtype | size | method | median us | p5 | p95 | GB/s | vs turbogelu"
+        " | / limit |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['direction']} | {r['dtype']} | {r['size']} | {r['method']}"
+            f" | {_us(r['median_us'])} | {_us(r['p5_us'])} | {_us(r['p95_us'])}"
+            f" | {r['gb_per_s']:.0f} | {_ratio(r['vs_turbogelu'])} | {_ratio(r['per_limit'])} |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(rows: Sequence[dict]) -> list[str]:
+    """The issue's two bars, per (direction, dtype, size): turbogelu at least as fast as
+    F.gelu (exact), and within 10% of the copy / mul limit at 64M elements and up."""
+    out = []
+    by_key = {(r["direction"], r["dtype"], r["size"], r["method"]): r for r in rows}
+    for (d, t, s, m), r in by_key.items():
+        if m not in ("turbogelu", "turbogelu (packed)"):
+            continue
+        exact = by_key.get((d, t, s, "torch exact"))
+        fast = exact is not None and r["median_us"] <= exact["median_us"]
+        line = (
+            f"{d:8s} {t:8s} {s:>10d}: {m} {_us(r['median_us'])} us,"
+            f" {'at least as fast as' if fast else 'SLOWER than'} F.gelu"
+            f" ({_us(exact['median_us']) if exact else '?'} us)"
+        )
+        if s >= ROOFLINE_FROM:
+            ok = r["per_limit"] is not None and r["per_limit"] <= ROOFLINE_SLACK
+            line += (
+                f"; {r['per_limit']:.3f} x {LIMIT[d]} ({r['gb_per_s']:.0f} GB/s):"
+                f" {'within' if ok else 'NOT within'} {100 * (ROOFLINE_SLACK - 1):.0f}% of the"
+                " roofline"
+            )
+        out.append(line)
+    return out
+
+
+def report(rows: Sequence[dict], info: dict, extra: str, elapsed: float) -> str:
+    head = (
+        f"GPU: {info['gpu']} (sm_{info['capability'].replace('.', '')}, {info['sms']} SMs,"
+        f" {info['memory_gib']} GiB) | torch {info['torch']} (CUDA {info['cuda']}) | {extra}"
+    )
+    notes = (
+        "Timing: CUDA events around each batch, synchronized; variants interleaved (seeded"
+        " shuffle per round). vs turbogelu = median / turbogelu median (> 1: turbogelu is"
+        " faster); / limit = median / median of copy (forward) or mul (backward); GB/s = bytes"
+        " read + written / median."
+    )
+    return "\n".join(
+        [head, "", render_table(rows), "", notes, "", *verdicts(rows), f"took {elapsed:.1f} s"]
+    )
+
+
+def _write_jsonl(path: str, rows: Sequence[dict], common: dict) -> None:
+    with open(path, "a") as f:
+        for r in rows:
+            f.write(json.dumps({**common, **r}) + "\n")
+
+
+def execute(
+    sizes: Sequence[int],
+    dtypes: Sequence[str],
+    directions: Sequence[str],
+    rounds: int,
+    calls: int | None,
+    out: str | None,
+    label: str,
+) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench_cuda: needs a CUDA device (torch.cuda.is_available() is False)")
+        return 2
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad:
+        print(f"bench_cuda: unsupported dtype(s) {bad}; choose from {DTYPES}", file=sys.stderr)
+        return 2
+    info = device_info()
+    t0 = time.perf_counter()
+    rows = run(sizes, dtypes, directions, rounds, calls)
+    elapsed = time.perf_counter() - t0
+    calls_txt = f"{calls} calls" if calls else f"max(3, min(100, {SWEEP_ELEMENTS_PER_BATCH}/size))"
+    print(report(rows, info, f"{label}: {rounds} rounds x {calls_txt}", elapsed))
+    if out:
+        date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        common = {"bench": f"cuda-{label}", "date": date, "device": "cuda", **info}
+        _write_jsonl(out, rows, common)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m turbogelu.bench_cuda", description=__doc__)
+    p.add_argument("--sweep", action="store_true", help="sizes 64K ... 256M (default: --size)")
+    p.add_argument("--size", type=int, default=1 << 20, help="elements without --sweep (1M)")
+    p.add_argument("--sizes", default=None, help="comma-separated sizes (overrides --sweep)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds (30; 15 with --sweep)")
+    p.add_argument("--calls", type=int, default=None, help="calls per batch (see --sweep)")
+    p.add_argument("--dtypes", default=",".join(DTYPES))
+    p.add_argument("--direction", choices=("forward", "backward", "both"), default="both")
+    p.add_argument("--out", default=None, help="append the rows as JSON lines here")
+    args = p.parse_args(argv)
+    if args.sizes:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    else:
+        sizes = list(SWEEP_SIZES) if args.sweep else [args.size]
+    sweep = args.sweep or bool(args.sizes)
+    rounds = args.rounds or (15 if sweep else 30)
+    calls = args.calls if args.calls or sweep else 20
+    directions = ("forward", "backward") if args.direction == "both" else (args.direction,)
+    label = "sweep" if sweep else "ops"
+    return execute(sizes, args.dtypes.split(","), directions, rounds, calls, args.out, label)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
