@@ -71,3 +71,11 @@ def test_committed_paper_source_has_no_typed_numbers():
     # Missing results are allowed here (a fresh clone has none); typed numbers are not.
     f = paper.fill(paper.SOURCE.read_text(), paper.RESULTS / "_none_", strict=False)
     assert paper.numeric_literals(f) == []
+
+
+def test_notebook_and_spec_aliases(results, tmp_path):
+    (results / "01_tail_clamping.json").write_text(json.dumps({"figures": {"r": 4.389}}))
+    f = paper.fill("R = {{ nb01.figures.r }}, degree {{ spec_gelu_exact.forward.degree }}", results)
+    assert f.text.startswith("R = 4.389, degree ")  # the committed spec
+    with pytest.raises(paper.Missing, match="02_"):
+        paper.fill("{{ nb02.figures.r }}", results)

@@ -3,8 +3,9 @@
 ``paper/paper.md`` is Markdown with three kinds of placeholders, filled from ``results/``:
 
 * ``{{ expr : spec }}`` - a value: ``expr`` is a Python expression over the results (each
-  ``results/<stem>.json`` is the name ``<stem>``; dict keys read as attributes or ``["key"]``,
-  list items as ``[i]``), formatted with the format ``spec`` (``.3g``, ``.1%``, ``,d``; none:
+  ``results/<stem>.json`` is the name ``<stem>``, a notebook's ``results/NN_*.json`` also
+  ``nbNN``, and ``data/specs/<name>.json`` is ``spec_<name>``; dict keys read as attributes or
+  ``["key"]``, list items as ``[i]``), formatted with the format ``spec`` (``.3g``, ``.1%``, ``,d``; none:
   ``str``). Example: ``{{ table2[3].best.max_abs_error * 1e3 : .3f }}``.
 * ``{{ table: name }}`` - a generated table (``TABLES``: a function of the results).
 * ``{{ figure: path | caption }}`` - a PNG from ``results/`` copied next to the output.
@@ -76,13 +77,19 @@ class _Results(dict):
     """The namespace of expressions: result stems load lazily from ``results/``."""
 
     def __init__(self, root: Path):
-        super().__init__()
+        super().__init__(abs=abs, min=min, max=max, len=len, round=round)
         self.root = root
 
     def __missing__(self, stem: str):
         path = self.root / f"{stem}.json"
+        nb = re.fullmatch(r"nb(\d\d)", stem)
+        if nb:  # nb01: the results of notebooks/01_*.ipynb (a stem is not an identifier)
+            found = sorted(self.root.glob(f"{nb.group(1)}_*.json"))
+            path = found[0] if found else self.root / f"{nb.group(1)}_<notebook>.json"
+        elif stem.startswith("spec_"):  # spec_gelu_exact: data/specs/gelu_exact.json
+            path = ROOT / "data" / "specs" / f"{stem[5:]}.json"
         if not path.is_file():
-            raise Missing(f"{path.relative_to(self.root.parent)} (no run wrote it)")
+            raise Missing(f"{path} (no run wrote it)")
         try:
             data = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
@@ -155,7 +162,7 @@ def _expand(body: str, results: _Results, filled: Filled) -> str:
         filled.figures.append(path)
         return f"![{caption.strip()}](figures/{path.name})"
     expr, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
-    value = eval(expr, {"__builtins__": {"abs": abs, "min": min, "max": max, "len": len}}, results)  # noqa: S307
+    value = eval(expr, {"__builtins__": {}}, results)  # noqa: S307 (the functions: _Results)
     if isinstance(value, _View):
         raise ValueError(f"{expr!r} is a dict or list, not a value")
     return format(value, spec.strip())
