@@ -220,6 +220,36 @@ def test_load_picks_the_last_run_and_plots(tmp_path):
     assert files[0].stat().st_size > 1000
 
 
+def test_seed_tables_and_speedups(tmp_path):
+    seed = bench_report.load_seed_tables()
+    machines = list(dict.fromkeys(r["machine"] for r in seed))
+    assert len(machines) >= 2 and "shared/seeds/" in bench_report.seed_source()
+    for r in seed:
+        assert _positive_finite(r["median_us"]) and r["p5_us"] <= r["median_us"] <= r["p95_us"]
+        assert (r["speedup_vs_turbo"] is None) == (r["method"] == "turbogelu")
+    sp = bench_report.seed_speedups(seed)
+    assert set(sp[(machines[0], "forward", "float32")]) == {"vs_torch_exact", "vs_torch_approx"}
+    assert bench_report.slug("Apple M1 Pro GPU (Metal)") == "apple_m1_pro_gpu_metal"
+    n_first = sum(r["machine"] == machines[0] for r in seed)
+    assert len(bench_report.seed_table(seed, machines[0]).splitlines()) == 2 + n_first
+    recs = bench.run_protocol(
+        ("forward",),
+        ("float32",),
+        SIZE,
+        2,
+        1,
+        methods=["torch exact", "torch approx", "turbogelu", "limit: copy"],
+    )
+    (ratio,) = bench_report.summary_ratios(recs)
+    assert _positive_finite(ratio["turbogelu_p50_us"]) and _positive_finite(ratio["vs_torch_exact"])
+    assert "| forward | float32 |" in bench_report.ratio_table(recs)
+    table = bench_report.speedup_table(recs, seed)
+    assert all(m in table for m in machines) and "| backward | float32 |" in table
+    out = tmp_path / "speedups.png"
+    bench_report.plot_speedups({"here": recs}, seed, out)
+    assert out.stat().st_size > 1000
+
+
 def test_cli_quick(tmp_path):
     out, plots = tmp_path / "bench.jsonl", tmp_path / "plots"
     r = _run_cli(

@@ -120,6 +120,26 @@ def test_seed_lines_and_first_difference():
     assert LINE.match(line)
     assert mnist.first_printed_difference(ex, tu) == 2
     assert mnist.first_printed_difference(ex, ex) is None
+    back_ex, back_tu = mnist.parse_seed_lines([mnist.seed_line(e["epoch"], e, t)
+                                               for e, t in zip(ex, tu, strict=True)])  # fmt: skip
+    assert [r["test_acc"] for r in back_tu] == [0.9453, 0.9622]
+    assert mnist.first_printed_difference(back_ex, back_tu) == 2
+    with pytest.raises(ValueError):
+        mnist.parse_seed_lines(["epoch 1: nothing"])
+
+
+def test_seed_reference_data(tmp_path):
+    ref = mnist.load_seed_reference()
+    assert len(ref["lines"]) == 35 and len(ref["rows"]) == 70
+    assert "shared/seeds/" in ref["source"]
+    assert (
+        ref["first_difference_epoch"]
+        == json.loads(mnist.SEED_REFERENCE.read_text())["first_difference_epoch"]
+    )
+    bad = {**json.loads(mnist.SEED_REFERENCE.read_text()), "first_difference_epoch": 1}
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError):
+        mnist.load_seed_reference(tmp_path / "bad.json")
 
 
 def test_t_interval_and_noise_summary():

@@ -20,13 +20,17 @@ No torch and no matplotlib at import.
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+SEED_CSV = Path(__file__).resolve().parents[1] / "data" / "seeds" / "turbogelu_bench.csv"
 DIRECTIONS = ("forward", "backward")
+DTYPE_ORDER = ("float32", "float16", "bfloat16", "float64")
 PROTOCOL_ORDER = (
     "torch exact",
     "torch approx",
@@ -405,7 +409,7 @@ def plot_all(src, out_dir: str | Path) -> list[Path]:
 
 def summary_ratios(src) -> list[dict]:
     """The note's ratios per (direction, dtype) of the protocol: turbogelu vs torch exact, vs
-    torch approx, and turbogelu / limit."""
+    torch approx, and turbogelu / limit (with turbogelu's median, ``turbogelu_p50_us``)."""
     rows = add_ratios(_rows(src))
     out = []
     proto = [r for r in rows if r.get("bench") == "protocol"]
@@ -421,21 +425,167 @@ def summary_ratios(src) -> list[dict]:
                 "vs_torch_exact": grp.get("torch exact", {}).get("vs_turbogelu"),
                 "vs_torch_approx": grp.get("torch approx", {}).get("vs_turbogelu"),
                 "turbogelu_per_limit": tg["per_limit"],
+                "turbogelu_p50_us": tg["p50_us"],
             }
         )
     return out
+
+
+def ratio_table(src) -> str:
+    """``summary_ratios`` as a table: turbogelu's median, its speedup over torch exact and
+    torch approx, and its time / the limit, per direction x dtype of the protocol."""
+    lines = [
+        "| direction | dtype | turbogelu us | vs torch exact | vs torch approx"
+        " | turbogelu / limit |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in summary_ratios(src):
+        lines.append(
+            f"| {r['direction']} | {r['dtype']} | {fmt_us(r['turbogelu_p50_us'])}"
+            f" | {_x(r['vs_torch_exact'])} | {_x(r['vs_torch_approx'])}"
+            f" | {_r(r['turbogelu_per_limit'])} |"
+        )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the seeds' published tables
+
+
+def load_seed_tables(path: str | Path = SEED_CSV) -> list[dict]:
+    """The seeds' published benchmark rows (``data/seeds/turbogelu_bench.csv``; lines starting
+    with ``#`` are comments naming the source): machine, device, direction, dtype, method,
+    median_us, p5_us, p95_us (floats) and speedup_vs_turbo (None on the turbogelu rows)."""
+    lines = [ln for ln in Path(path).read_text().splitlines() if ln and not ln.startswith("#")]
+    rows = []
+    for r in csv.DictReader(lines):
+        for k in ("median_us", "p5_us", "p95_us", "speedup_vs_turbo"):
+            r[k] = float(r[k]) if r[k] else None
+        rows.append(r)
+    return rows
+
+
+def seed_source(path: str | Path = SEED_CSV) -> str:
+    """The comment lines of the seeds' table file (where its numbers come from)."""
+    lines = Path(path).read_text().splitlines()
+    return " ".join(ln.lstrip("# ").strip() for ln in lines if ln.startswith("#"))
+
+
+def slug(text: str) -> str:
+    """A name part for a figure key: "Apple M1 Pro CPU" -> "apple_m1_pro_cpu"."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def seed_table(rows: Sequence[dict], machine: str) -> str:
+    """One seed machine's published table in the seed's shape (median, p5, p95, speedup)."""
+    lines = [
+        "| direction | dtype | method | median us/op | p5 | p95 | speedup vs turbo |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if r["machine"] == machine:
+            lines.append(
+                f"| {r['direction']} | {r['dtype']} | {r['method']} | {fmt_us(r['median_us'])}"
+                f" | {fmt_us(r['p5_us'])} | {fmt_us(r['p95_us'])}"
+                f" | {'-' if r['speedup_vs_turbo'] is None else _x(r['speedup_vs_turbo'])} |"
+            )
+    return "\n".join(lines)
+
+
+def _dir_dtype(key: tuple[str, str]) -> tuple:
+    d, t = key
+    return (DIRECTIONS.index(d), DTYPE_ORDER.index(t) if t in DTYPE_ORDER else len(DTYPE_ORDER), t)
+
+
+def seed_speedups(rows: Sequence[dict]) -> dict[tuple[str, str, str], dict]:
+    """(machine, direction, dtype) -> {"vs_torch_exact", "vs_torch_approx"} of the seeds'
+    published speedups."""
+    out: dict[tuple[str, str, str], dict] = {}
+    for r in rows:
+        key = (r["machine"], r["direction"], r["dtype"])
+        if r["method"] in ("torch exact", "torch approx"):
+            name = "vs_" + r["method"].replace(" ", "_")
+            out.setdefault(key, {})[name] = r["speedup_vs_turbo"]
+    return out
+
+
+def speedup_table(src, seed_rows: Sequence[dict], label: str = "this machine") -> str:
+    """turbogelu's speedup over torch exact / torch approx per direction x dtype: this run's
+    protocol (``src``) beside each seed machine's published figure."""
+    mine = {(r["direction"], r["dtype"]): r for r in summary_ratios(src)}
+    seeds = seed_speedups(seed_rows)
+    machines = list(dict.fromkeys(m for m, _, _ in seeds))
+    head = [f"{label}: vs exact", f"{label}: vs approx", f"{label}: / limit"]
+    head += [f"{m}: vs exact" for m in machines]
+    lines = ["| direction | dtype | " + " | ".join(head) + " |"]
+    lines.append("|---|---|" + "---:|" * len(head))
+    keys = list(dict.fromkeys([*mine, *((d, t) for _, d, t in seeds)]))
+    keys.sort(key=_dir_dtype)
+    for d, t in keys:
+        r = mine.get((d, t), {})
+        cells = [_x(r.get("vs_torch_exact")), _x(r.get("vs_torch_approx"))]
+        cells.append(_r(r.get("turbogelu_per_limit")))
+        cells += [_x(seeds.get((m, d, t), {}).get("vs_torch_exact")) for m in machines]
+        lines.append(f"| {d} | {t} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_speedups(
+    runs: dict[str, list[dict]],
+    seed_rows: Sequence[dict],
+    out: str | Path | None = None,
+):
+    """turbogelu's speedup over torch exact (left) and torch approx (right) per direction x
+    dtype: one bar per measured run (``runs``: label -> rows) and per seed machine (hatched),
+    with 1 (parity) drawn."""
+    from matplotlib.ticker import FormatStrFormatter
+
+    series: dict[str, dict] = {}
+    for label, rows in runs.items():
+        series[label] = {(r["direction"], r["dtype"]): r for r in summary_ratios(rows)}
+    seeds = seed_speedups(seed_rows)
+    for m, d, t in seeds:
+        series.setdefault(f"seed: {m}", {})[(d, t)] = seeds[(m, d, t)]
+    keys = sorted({k for s in series.values() for k in s}, key=_dir_dtype)
+    fig, axes = _figure(max(10.0, 1.0 * len(keys) + 4.0), 4.4, 2)
+    width = 0.8 / max(len(series), 1)
+    for ax, what in zip(axes, ("vs_torch_exact", "vs_torch_approx"), strict=True):
+        for j, (label, s) in enumerate(series.items()):
+            xs = [i - 0.4 + width * (j + 0.5) for i, k in enumerate(keys) if k in s]
+            ys = [s[k].get(what) or 0.0 for k in keys if k in s]
+            seed = label.startswith("seed: ")
+            ax.bar(xs, ys, width, label=label, hatch="//" if seed else None,
+                   alpha=0.6 if seed else 1.0, edgecolor="black", linewidth=0.3)  # fmt: skip
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([f"{d}\n{t}" for d, t in keys], fontsize=7)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+        ax.tick_params(axis="y", which="minor", labelsize=6)
+        ax.set_ylabel(f"turbogelu speedup {what.replace('_', ' ')}")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+    axes[0].legend(fontsize=6)
+    return _save(fig, out)
 
 
 __all__: Sequence[str] = (
     "add_ratios",
     "degree_table",
     "load",
+    "load_seed_tables",
     "plot_all",
     "plot_bars",
     "plot_degrees",
+    "plot_speedups",
     "plot_sweep",
     "protocol_notes",
     "protocol_table",
+    "ratio_table",
+    "seed_source",
+    "seed_speedups",
+    "seed_table",
+    "slug",
+    "speedup_table",
     "summary_ratios",
     "sweep_table",
 )

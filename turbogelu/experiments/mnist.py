@@ -37,6 +37,7 @@ import dataclasses
 import datetime
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -60,6 +61,7 @@ SEED_PAIR = ("exact", "turbogelu")
 SWAP_FORMS = ("exact", "tanh", "turbogelu", "turbogelu-tanh")
 MEAN, STD = 0.1307, 0.3081
 ROOT = Path(__file__).resolve().parents[2]
+SEED_REFERENCE = ROOT / "data" / "seeds" / "turbogelu_mnist.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,6 +307,44 @@ def first_printed_difference(rows_a: Sequence[dict], rows_b: Sequence[dict]) -> 
             if fmt_acc(ra[key]) != fmt_acc(rb[key]):
                 return ra["epoch"]
     return None
+
+
+_SEED_LINE = re.compile(
+    r"epoch (\d+) \| exact train/test acc ([\d.]+)/([\d.]+) \| "
+    r"turbo train/test acc ([\d.]+)/([\d.]+)"
+)
+
+
+def parse_seed_lines(lines: Sequence[str]) -> tuple[list[dict], list[dict]]:
+    """The printed lines of ``seed_line`` back into per-epoch rows (``epoch``, ``train_acc``,
+    ``test_acc``) of the exact run and of the turbogelu run (values as printed)."""
+    exact, turbo = [], []
+    for line in lines:
+        m = _SEED_LINE.fullmatch(line.strip())
+        if m is None:
+            raise ValueError(f"not a seed-protocol line: {line!r}")
+        e = int(m[1])
+        exact.append({"activation": "exact", "epoch": e, "train_acc": float(m[2]),
+                      "test_acc": float(m[3])})  # fmt: skip
+        turbo.append({"activation": "turbogelu", "epoch": e, "train_acc": float(m[4]),
+                      "test_acc": float(m[5])})  # fmt: skip
+    return exact, turbo
+
+
+def load_seed_reference(path: str | Path = SEED_REFERENCE) -> dict:
+    """The TurboGeLU write-up's printed MNIST run (``data/seeds/turbogelu_mnist.json``):
+    its ``lines``, their ``rows`` (``parse_seed_lines``: exact, turbogelu) and the first epoch
+    whose printed accuracies differ, recomputed from the lines and checked against the
+    file's ``first_difference_epoch``."""
+    data = load_json(path)
+    exact, turbo = parse_seed_lines(data["lines"])
+    first = first_printed_difference(exact, turbo)
+    if first != data.get("first_difference_epoch"):
+        raise ValueError(
+            f"{path}: the lines' first difference is epoch {first}, the file says "
+            f"{data.get('first_difference_epoch')}"
+        )
+    return {**data, "rows": exact + turbo, "first_difference_epoch": first}
 
 
 # ---------------------------------------------------------------- protocols
