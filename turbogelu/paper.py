@@ -6,7 +6,8 @@
   ``results/<stem>.json`` is the name ``<stem>``, a notebook's ``results/NN_*.json`` also
   ``nbNN``, and ``data/specs/<name>.json`` is ``spec_<name>``; dict keys read as attributes or
   ``["key"]``, list items as ``[i]``; also abs, min, max, len, round), formatted with the
-  format ``spec`` (``.3g``, ``.1%``, ``,d``; none: ``str``). Example: ``{{ table2[3].best.max_abs_error * 1e3 : .3f }}``.
+  format ``spec`` (``.3g``, ``.1%``, ``,d``; none: ``str``).
+  Example: ``{{ table2[3].best.max_abs_error * 1e3 : .3f }}``.
 * ``{{ table: name }}`` - a generated table (``TABLES``: a function of the results).
 * ``{{ figure: path | caption }}`` - a PNG from ``results/`` copied next to the output.
 
