@@ -45,7 +45,17 @@ TOLERANCES: dict[str, tuple[float, float, str]] = {
     r"^table2\.": (1e-6, 0.0, "float64 fits; LAPACK last bits differ between CPUs"),
 }
 # What a reference snapshot holds (small files only).
-SNAPSHOT = ("*.json", "bench.jsonl", "*.md", "figures/*/*.png", "bench/*.png", "*.png")
+SNAPSHOT = (
+    "*.json",
+    "bench.jsonl",
+    "*.md",
+    "*.png",
+    "figures/*/*.png",
+    "bench/*.png",
+    "sweeps/*/table.*",
+    "sweeps/*/front.json",
+    "sweeps/*/pareto.png",
+)
 
 
 def _is_time(name: str) -> bool:
@@ -99,7 +109,9 @@ def collect(results_dir: Path) -> dict[str, float]:
 
 
 def _machine(results_dir: Path) -> str:
-    for path in sorted(Path(results_dir).glob("*.json")):
+    for path in [Path(results_dir) / "machine.json", *sorted(Path(results_dir).glob("*.json"))]:
+        if not path.is_file():
+            continue
         try:
             m = json.loads(path.read_text()).get("machine")
         except (json.JSONDecodeError, AttributeError):
@@ -173,13 +185,23 @@ def save(results_dir: Path, reference_dir: Path) -> list[Path]:
     written = []
     for pattern in SNAPSHOT:
         for src in sorted(results_dir.glob(pattern)):
-            if REFERENCE in src.parents:
+            if REFERENCE in src.parents or src.name == "README.md":
                 continue
             dst = reference_dir / src.relative_to(results_dir)
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
             written.append(dst)
-    return written
+    from .notebooks import machine
+
+    info = {**machine(), "saved_from": str(results_dir)}
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:
+        pass
+    (reference_dir / "machine.json").write_text(json.dumps(info, indent=1) + "\n")
+    return [*written, reference_dir / "machine.json"]
 
 
 def main(argv=None) -> int:

@@ -106,8 +106,32 @@ def _table2(results: _Results) -> str:
     return table2.render_markdown(results["table2"]._data)
 
 
+def _sweep_front(results: _Results) -> str:
+    """The default sweep's Pareto front (max error vs Horner operations), from its table."""
+    import csv
+
+    base = results.root / "sweeps" / "default"
+    try:
+        front = json.loads((base / "front.json").read_text())["front"]
+        rows = {r["id"]: r for r in csv.DictReader((base / "table.csv").open())}
+    except FileNotFoundError as exc:
+        raise Missing(f"{exc.filename} (no sweep wrote it)") from None
+    lines = [
+        "| R | degree | method | Horner ops | max abs error | bf16 max ulp | time (µs) |",
+        "|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for pid in front:
+        r = rows[pid]
+        t = f"{float(r['time_us']):.1f}" if r.get("time_us") else "-"
+        lines.append(
+            f"| {r['fit_range']} | {r['degree']} | {r['method']} | {r['ops_horner']} | "
+            f"{float(r['max_abs_error']):.3e} | {r['bf16_max_ulp']} | {t} |"
+        )
+    return "\n".join(lines)
+
+
 # Generated tables: name -> function of the results namespace, returning Markdown.
-TABLES: dict[str, Callable[[_Results], str]] = {"table2": _table2}
+TABLES: dict[str, Callable[[_Results], str]] = {"table2": _table2, "sweep_front": _sweep_front}
 
 
 @dataclass
