@@ -99,3 +99,17 @@ def test_unknown_step_is_a_usage_error():
         check=False,
     )
     assert proc.returncode == 2 and "unknown step" in proc.stderr
+
+
+def test_minimal_save_keeps_only_what_is_compared(tmp_path):
+    run = _write_run(tmp_path / "results")
+    (run / "other.json").write_text(json.dumps({"no": "figures"}))
+    (run / "plot.png").write_bytes(b"png")
+    ref = tmp_path / "ref"
+    compare.save(run, ref, minimal=True)
+    assert sorted(p.name for p in ref.iterdir()) == [
+        "01_x.json",
+        "machine.json",
+        "table2.json",
+    ]
+    assert compare.compare(run, ref)["missing"] == []

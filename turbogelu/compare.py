@@ -178,12 +178,37 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
-def save(results_dir: Path, reference_dir: Path) -> list[Path]:
-    """Copy a run's small result files into ``reference_dir`` (replacing what was there)."""
+def _compared_files(results_dir: Path) -> list[str]:
+    """The files ``collect`` reads (bench.jsonl handled apart)."""
+    out = []
+    for path in sorted(results_dir.glob("*.json")):
+        data = json.loads(path.read_text())
+        if path.stem in ("table2",) or path.stem.startswith("accuracy_"):
+            out.append(path.name)
+        elif isinstance(data, dict) and isinstance(data.get("figures"), dict):
+            out.append(path.name)
+    return out
+
+
+def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> list[Path]:
+    """Copy a run's small result files into ``reference_dir`` (replacing what was there).
+    ``minimal``: only what the comparison reads, and of bench.jsonl only its last run (the
+    quick reference: its plots would duplicate the full run's)."""
     if reference_dir.exists():
         shutil.rmtree(reference_dir)
     written = []
-    for pattern in SNAPSHOT:
+    if minimal:
+        from .bench_report import load
+
+        reference_dir.mkdir(parents=True)
+        for name in _compared_files(results_dir):
+            shutil.copyfile(results_dir / name, reference_dir / name)
+            written.append(reference_dir / name)
+        if (results_dir / "bench.jsonl").is_file():
+            rows = load(results_dir / "bench.jsonl")
+            (reference_dir / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            written.append(reference_dir / "bench.jsonl")
+    for pattern in () if minimal else SNAPSHOT:
         for src in sorted(results_dir.glob(pattern)):
             if REFERENCE in src.parents or src.name == "README.md":
                 continue
@@ -213,7 +238,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     ref = args.reference or REFERENCE / ("quick" if args.quick else "full")
     if args.save:
-        files = save(args.results, ref)
+        files = save(args.results, ref, minimal=args.quick)
         print(f"saved {len(files)} files to {ref}")
         return 0
     if not ref.is_dir():
