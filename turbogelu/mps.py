@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from ._checks import check_args, check_grad_matches, check_out
+
 SOURCE = Path(__file__).resolve().parents[1] / "kernels" / "mps" / "gelu_kernels.metal"
 DEVICE = "mps"  # the device type these kernels run on (the tests point it elsewhere)
 MODES = ("none", "tanh")
@@ -63,22 +65,13 @@ def default_backward() -> dict[str, str]:
 # ---------------------------------------------------------------- checks (as ops_common.h)
 
 
-def _check_approximate(approximate: str) -> None:
-    if approximate not in MODES:
-        raise ValueError(f"turbogelu: approximate must be 'none' or 'tanh', got '{approximate}'")
-
-
 def forward_set(approximate: str) -> int:
-    _check_approximate(approximate)
+    check_args(approximate)
     return SETS.index((approximate, "forward"))
 
 
 def backward_set(approximate: str, backward: str) -> int:
-    if backward not in ("default", "direct", "matched"):
-        raise ValueError(
-            f"turbogelu: backward must be 'default', 'direct' or 'matched', got '{backward}'"
-        )
-    _check_approximate(approximate)
+    check_args(approximate, backward)
     if backward == "default":
         backward = default_backward()[approximate]
     return SETS.index((approximate, f"backward_{backward}"))
@@ -124,13 +117,7 @@ def _in_layout_of(src: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def _check_out(out: torch.Tensor, x: torch.Tensor, op: str) -> None:
-    if out.dtype != x.dtype:
-        raise TypeError(f"turbogelu.{op}: out has dtype {out.dtype} but x has dtype {x.dtype}")
-    if out.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.{op}: out has shape {list(out.shape)} but x has shape {list(x.shape)} "
-            "(out= tensors are not resized)"
-        )
+    check_out(out, x, op)
     # As at::assert_no_internal_overlap for the common case, an expanded view. (Partial
     # overlap of out with x or grad, which the C++ kernels also refuse, is not checked here.)
     if any(st == 0 and sz > 1 for st, sz in zip(out.stride(), out.shape, strict=True)):
@@ -197,15 +184,7 @@ def _check_backward_args(grad, x):
     _check_device(x, x, "gelu_backward", "x")
     _check_device(grad, x, "gelu_backward", "grad")
     _check_dtype(x, "gelu_backward")
-    if grad.dtype != x.dtype:
-        raise TypeError(
-            f"turbogelu.gelu_backward: grad has dtype {grad.dtype} but x has dtype {x.dtype}"
-        )
-    if grad.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.gelu_backward: grad has shape {list(grad.shape)} but x has shape "
-            f"{list(x.shape)}"
-        )
+    check_grad_matches(grad, x)
 
 
 def gelu_backward(grad, x, approximate="none", backward="default"):

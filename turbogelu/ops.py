@@ -25,26 +25,15 @@ import math
 import torch
 
 from . import mps as _mps
+from ._checks import check_args as _check_args
+from ._checks import check_grad_matches, check_out
 from ._ext import load_extension
 
 load_extension()
 _mps.register()  # the Apple GPU kernels (Metal, compiled at first use): turbogelu/mps.py
 
 _ops = torch.ops.turbogelu
-APPROXIMATE = ("none", "tanh")
-BACKWARD = ("default", "direct", "matched")
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
-def _check_args(approximate: str, backward: str = "default") -> None:
-    # The C++ kernels check these too; checking here keeps fake tensors (torch.compile,
-    # meta) from accepting what the real kernel would refuse.
-    if approximate not in APPROXIMATE:
-        raise ValueError(f"turbogelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    if backward not in BACKWARD:
-        raise ValueError(
-            f"turbogelu: backward must be 'default', 'direct' or 'matched', got {backward!r}"
-        )
 
 
 def _check_dtype(t: torch.Tensor, op: str) -> None:
@@ -65,23 +54,11 @@ def _gelu_fake(x, approximate="none", *, backward="default"):
     return torch.empty_like(x)
 
 
-def _check_out_fake(x, out, op: str) -> None:
-    # As the CPU kernel: out must have x's dtype and shape (a custom op that resized a mutated
-    # argument could not be functionalized, so out= is never resized).
-    if out.dtype != x.dtype:
-        raise TypeError(f"turbogelu.{op}: out has dtype {out.dtype} but x has dtype {x.dtype}")
-    if out.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.{op}: out has shape {list(out.shape)} but x has shape {list(x.shape)} "
-            "(out= tensors are not resized)"
-        )
-
-
 @torch.library.register_fake("turbogelu::gelu.out")
 def _gelu_out_fake(x, approximate="none", *, out):
     _check_args(approximate)
     _check_dtype(x, "gelu")
-    _check_out_fake(x, out, "gelu")
+    check_out(out, x, "gelu")
 
 
 @torch.library.register_fake("turbogelu::gelu_")
@@ -92,15 +69,7 @@ def _gelu_inplace_fake(x, approximate="none"):
 
 def _check_backward_fake(grad, x):
     _check_dtype(x, "gelu_backward")
-    if grad.dtype != x.dtype:
-        raise TypeError(
-            f"turbogelu.gelu_backward: grad has dtype {grad.dtype} but x has dtype {x.dtype}"
-        )
-    if grad.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.gelu_backward: grad has shape {tuple(grad.shape)} but x has shape "
-            f"{tuple(x.shape)}"
-        )
+    check_grad_matches(grad, x)
 
 
 @torch.library.register_fake("turbogelu::gelu_backward")
@@ -114,7 +83,7 @@ def _gelu_backward_fake(grad, x, approximate="none", backward="default"):
 def _gelu_backward_out_fake(grad, x, approximate="none", backward="default", *, out):
     _check_args(approximate, backward)
     _check_backward_fake(grad, x)
-    _check_out_fake(x, out, "gelu_backward")
+    check_out(out, x, "gelu_backward")
 
 
 # ---------------------------------------------------------------- autograd
