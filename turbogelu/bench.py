@@ -476,15 +476,22 @@ def _onednn_off():
 
 
 @contextlib.contextmanager
-def _scheme(name: str):
-    """Evaluate the polynomial by ``name`` ("horner", the default, or "estrin")."""
+def _hook(name: str, value):
+    """Set a ``torch.ops.turbogelu._set_*`` switch (each returns the previous value) for the
+    block, then restore it."""
     import torch
 
-    previous = torch.ops.turbogelu._set_poly_scheme(name)
+    setter = getattr(torch.ops.turbogelu, name)
+    previous = setter(value)
     try:
         yield
     finally:
-        torch.ops.turbogelu._set_poly_scheme(previous)
+        setter(previous)
+
+
+def _scheme(name: str):
+    """Evaluate the polynomial by ``name`` ("horner", the default, or "estrin")."""
+    return _hook("_set_poly_scheme", name)
 
 
 def _estrin():
@@ -503,15 +510,8 @@ def _num_threads(n: int):
         torch.set_num_threads(prev)
 
 
-@contextlib.contextmanager
 def _parallel_grain(grain: int):
-    import torch
-
-    prev = torch.ops.turbogelu._set_parallel_grain(grain)
-    try:
-        yield
-    finally:
-        torch.ops.turbogelu._set_parallel_grain(prev)
+    return _hook("_set_parallel_grain", grain)
 
 
 @contextlib.contextmanager
