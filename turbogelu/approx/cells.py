@@ -1,0 +1,324 @@
+"""Piecewise-cubic GELU on 32 cells: the CPU's table-driven kernel ("cells").
+
+The polynomial kernel (poly_eval.h's gelu_forward) spends 12 multiply-adds per element; on
+the build machine that, not memory, bounds its speed at 1M elements (the benchmark's degree
+curve: ~19 us per extra FMA). A short polynomial per cell needs four: each cell of width
+h = 1/scale ~ 0.34 holds its own cubic, and the four coefficients of a lane's cell are looked
+up by permutes from 32-entry tables held in registers (AVX-512 vpermt2ps). The kernel
+(``gelu_forward_cells`` in kernels/include/turbogelu/poly_eval.h) evaluates::
+
+    xc = max(x, -clamp)                 # NaN stays NaN; -inf becomes -clamp
+    xi = min(xc, clamp)
+    s  = fma(xi, scale, offset)         # offset = 16 + 1.5*2^23: s is an integer in float32,
+    k  = bits(s) & 31                   # rint(16 + xi*scale), ties to even; the cell number
+    p  = ((c3[k] xi + c2[k]) xi + c1[k]) xi + c0[k]        (fused multiply-adds)
+    forward  = xc * p      where p ~ Phi(x) = gelu(x)/x
+    backward = grad * p    where p ~ gelu'(x)
+
+Cells 2..30 (29 of them, symmetric about x = 0, which is the centre of cell 16) hold the fits;
+cells 0 and 1 are zero (x <= -R: forward -clamp*0 = -0.0, backward 0) and cell 31 is the
+constant 1 (x >= R: forward x exactly, +inf included; backward grad), with R = 14.5/scale.
+The cubics are in x itself, not in a shifted variable: the conditioning costs a few float32
+ulps of p at |x| ~ 5, which the errors below include (they are measured on this replay,
+which the tests compare with the kernels bit for bit).
+
+Each cell's cubic is the weighted minimax fit (a linear programme on 513 points of the cell,
+widened by 1 % on each side so that a lane rounded into a neighbouring cell is still
+covered), weight |x| for the forward (the kernel multiplies p by x) and 1 for the backward,
+then rounded to float32. The matched backward is the derivative of the forward's program:
+d/dx (x p(x)) = sum (j+1) p_j x^j, rounded to float32.
+
+    python -m turbogelu.approx.cells            # fit and write data/specs/cells/*.json
+    python -m turbogelu.approx.cells --check    # refit and compare with the committed specs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import reference
+from . import spec as specmod
+from .replay import fma32
+
+F32 = np.float32
+SPEC_DIR = Path(__file__).resolve().parents[2] / "data" / "specs" / "cells"
+SCHEMA_VERSION = 1
+MODES = ("none", "tanh")
+PARTS = specmod.PARTS  # forward, backward_direct, backward_matched
+CELLS = 32  # one vpermt2ps table: the low 5 bits of the index
+CENTER = 16  # x = 0 is the centre of this cell
+DEGREE = 3
+MAGIC = 1.5 * 2.0**23  # float32 values in [2^23, 2^24) are the integers
+R_DEFAULT = 5.0  # where the tails begin; x*Phi(-x) at 5: 1.4e-6
+POINTS = 513  # LP points per cell
+PAD = 0.01  # each cell's fit interval is widened by this fraction of its width, each side
+COMMAND = "python -m turbogelu.approx.cells"
+
+
+def design(r: float = R_DEFAULT) -> dict:
+    """scale, clamp and offset (float32) for tails beyond |x| = r."""
+    scale = F32((CENTER - 1.5) / r)  # s(+-r) = 16 +- 14.5: the outer edges of cells 2 and 30
+    clamp = F32((CENTER - 1) / float(scale))  # s(+-clamp) ~ 1 and 31: the tail cells
+    offset = F32(CENTER + MAGIC)  # exact: an integer below 2^24
+    return {"scale": scale, "clamp": clamp, "offset": offset}
+
+
+def cell_interval(k: int, scale: float) -> tuple[float, float]:
+    """The x interval whose s = 16 + x*scale rounds to k (without the padding)."""
+    return ((k - 0.5 - CENTER) / float(scale), (k + 0.5 - CENTER) / float(scale))
+
+
+def phi_like(x, mode: str) -> np.ndarray:
+    """gelu(x)/x, the forward's p: Phi(x) (exact form) or (1 + tanh(u))/2 (tanh form)."""
+    x = np.asarray(x, np.float64)
+    safe = np.where(x == 0, 1.0, x)
+    return np.where(x == 0, 0.5, reference.gelu(safe, mode) / safe)
+
+
+def target(mode: str, direction: str):
+    if direction == "forward":
+        return lambda x: phi_like(x, mode)
+    return lambda x: reference.gelu_grad(x, mode)
+
+
+def _minimax(xs: np.ndarray, ys: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Coefficients (low first) minimising max w |sum c_j x^j - y| over xs (an LP)."""
+    from scipy.optimize import linprog
+
+    n = DEGREE + 1
+    v = np.vander(xs, n, increasing=True) * w[:, None]
+    ones = np.ones((len(xs), 1))
+    a_ub = np.vstack([np.hstack([v, -ones]), np.hstack([-v, -ones])])
+    b_ub = np.concatenate([w * ys, -w * ys])
+    cost = np.r_[np.zeros(n), 1.0]
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * (n + 1), method="highs")
+    if not res.success:  # pragma: no cover - the LP is always feasible
+        raise RuntimeError(f"cell fit failed: {res.message}")
+    return res.x[:n]
+
+
+def fit_table(mode: str, direction: str, r: float = R_DEFAULT) -> np.ndarray:
+    """(DEGREE + 1, CELLS) float32: row j holds the coefficient of x^j of every cell."""
+    d = design(r)
+    f = target(mode, direction)
+    table = np.zeros((DEGREE + 1, CELLS), F32)
+    table[0, CELLS - 1] = 1.0  # x >= R: forward x * 1, backward grad * 1
+    for k in range(2, CELLS - 1):
+        lo, hi = cell_interval(k, d["scale"])
+        pad = PAD * (hi - lo)
+        xs = np.linspace(lo - pad, hi + pad, POINTS)
+        w = np.maximum(np.abs(xs), 0.25) if direction == "forward" else np.ones_like(xs)
+        table[:, k] = _minimax(xs, f(xs), w).astype(F32)
+    return table
+
+
+def matched_table(forward: np.ndarray) -> np.ndarray:
+    """The derivative of the forward program x*p(x), cell by cell, rounded to float32."""
+    j = np.arange(1, DEGREE + 2, dtype=np.float64)[:, None]
+    return (forward.astype(np.float64) * j).astype(F32)
+
+
+# ---------------------------------------------------------------- replay (bit-exact)
+
+
+def _clamped(x, clamp):
+    x = np.asarray(x, F32)
+    c = F32(clamp)
+    xc = np.where(x < -c, -c, x).astype(F32)  # NaN compares false and stays
+    return xc, np.where(xc > c, c, xc).astype(F32)
+
+
+def cell_index(xi, scale, offset) -> np.ndarray:
+    """The kernels' cell number: the low 5 bits of fma(xi, scale, offset)."""
+    s = fma32(xi, F32(scale), F32(offset))
+    return (s.view(np.int32) & (CELLS - 1)).astype(np.intp)
+
+
+def eval32(xi, table: np.ndarray, scale, offset) -> np.ndarray:
+    xi = np.asarray(xi, F32)
+    k = cell_index(xi, scale, offset)
+    t = np.asarray(table, F32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = t[DEGREE][k]
+        for j in range(DEGREE - 1, -1, -1):
+            p = fma32(p, xi, t[j][k])
+    return p
+
+
+def forward32(x, cells: dict) -> np.ndarray:
+    """The kernel's forward in float32 (``cells`` = part_values of a spec part)."""
+    xc, xi = _clamped(x, cells["clamp"])
+    p = eval32(xi, cells["table"], cells["scale"], cells["offset"])
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (xc * p).astype(F32)
+
+
+def backward32(x, cells: dict, grad=None) -> np.ndarray:
+    xc, xi = _clamped(x, cells["clamp"])
+    p = eval32(xi, cells["table"], cells["scale"], cells["offset"])
+    g = np.ones_like(xi) if grad is None else np.asarray(grad, F32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (g * p).astype(F32)
+
+
+def _eval64(x, cells: dict):
+    """The float64 kernel: the same program in double (float32 coefficients)."""
+    x = np.asarray(x, np.float64)
+    c = float(cells["clamp"])
+    xc = np.where(x < -c, -c, x)
+    xi = np.where(xc > c, c, xc)
+    with np.errstate(invalid="ignore"):
+        s = np.rint(xi * float(cells["scale"]) + CENTER)  # exact near the cell edges
+        k = np.where(np.isnan(s), 0, s).astype(np.int64) & (CELLS - 1)
+        t = np.asarray(cells["table"], np.float64)
+        p = t[DEGREE][k]
+        for j in range(DEGREE - 1, -1, -1):
+            p = p * xi + t[j][k]
+    return xc, p
+
+
+def forward64(x, cells: dict) -> np.ndarray:
+    xc, p = _eval64(x, cells)
+    return xc * p
+
+
+def backward64(x, cells: dict) -> np.ndarray:
+    return _eval64(x, cells)[1]
+
+
+# ---------------------------------------------------------------- errors and specs
+
+
+def measure(cells: dict, mode: str, grad: bool) -> dict:
+    """Errors of the float32 program against the exact function of its form, over the
+    spec grid (uniform [-6, 6], 1e6 + 1 points) plus every float32 within 1e-3 of +-R and of
+    +-clamp (where the tails begin and where x is clamped)."""
+    lo, hi, n = specmod.GRID
+    grid = np.linspace(lo, hi, n).astype(F32)
+    r = (CENTER - 1.5) / float(cells["scale"])
+    near = np.concatenate([specmod.floats_near(v, specmod.NEAR_CLAMP)
+                           for v in (r, float(cells["clamp"]))])  # fmt: skip
+    run = backward32 if grad else forward32
+    ref = reference.gelu_grad if grad else reference.gelu
+    err_grid = np.abs(run(grid, cells).astype(np.float64) - ref(grid.astype(np.float64), mode))
+    err_near = np.abs(run(near, cells).astype(np.float64) - ref(near.astype(np.float64), mode))
+    xs = np.concatenate([grid, near])
+    errs = np.concatenate([err_grid, err_near])
+    i = int(np.argmax(errs))
+    return {
+        "max_abs_float32": float(errs[i]),
+        "argmax_float32": float(xs[i]),
+        "mean_abs_float32_grid": float(err_grid.mean()),
+    }
+
+
+def part_values(part: dict) -> dict:
+    """A spec part as numbers: table (4 x 32 float32), scale, clamp, offset."""
+    return {
+        "table": np.array([[specmod.from_hex(v) for v in row] for row in part["table"]], F32),
+        "scale": F32(specmod.from_hex(part["scale"])),
+        "clamp": F32(specmod.from_hex(part["clamp"])),
+        "offset": F32(specmod.from_hex(part["offset"])),
+    }
+
+
+def build_spec(mode: str, r: float = R_DEFAULT) -> dict:
+    d = design(r)
+    fwd = fit_table(mode, "forward", r)
+    tables = {
+        "forward": fwd,
+        "backward_direct": fit_table(mode, "backward", r),
+        "backward_matched": matched_table(fwd),
+    }
+    parts = {}
+    for name, table in tables.items():
+        part = {
+            "scale": specmod.f32_hex(d["scale"]),
+            "clamp": specmod.f32_hex(d["clamp"]),
+            "offset": specmod.f32_hex(d["offset"]),
+            "table": [[specmod.f32_hex(v) for v in row] for row in table],
+        }
+        part["errors"] = measure(part_values(part), mode, grad=name != "forward")
+        parts[name] = part
+    direct = parts["backward_direct"]["errors"]["max_abs_float32"]
+    matched = parts["backward_matched"]["errors"]["max_abs_float32"]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "cells",
+        "mode": mode,
+        "generated_by": COMMAND,
+        "tails_from": r,
+        "cells": CELLS,
+        "center": CENTER,
+        "degree": DEGREE,
+        "default_backward": "direct" if direct <= matched else "matched",
+        **parts,
+    }
+
+
+def spec_path(mode: str) -> Path:
+    return SPEC_DIR / f"gelu_{mode}.json"
+
+
+def dumps(spec: dict) -> str:
+    return json.dumps(spec, indent=1) + "\n"
+
+
+def load(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"cells spec {path} does not exist ({COMMAND} writes it)")
+    try:
+        spec = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"cells spec {path} is not valid JSON: {e}") from None
+    try:
+        if spec["kind"] != "cells":
+            raise ValueError(f"kind is {spec['kind']!r}")
+        for name in PARTS:
+            table = part_values(spec[name])["table"]  # parses every hex value too
+            if table.shape != (DEGREE + 1, CELLS):
+                raise ValueError(f"{name}.table is {table.shape}, not {(DEGREE + 1, CELLS)}")
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"cells spec {path} is malformed (not a cells spec?): {e!r}") from e
+    return spec
+
+
+def load_all(spec_dir: Path | None = None) -> dict[str, dict]:
+    folder = SPEC_DIR if spec_dir is None else Path(spec_dir)
+    return {mode: load(folder / spec_path(mode).name) for mode in MODES}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="refit and compare with the committed specs instead of writing",
+    )
+    ap.add_argument("--out", type=Path, default=SPEC_DIR, help="folder for the specs")
+    args = ap.parse_args(argv)
+    status = 0
+    for mode in MODES:
+        text = dumps(build_spec(mode))
+        path = args.out / spec_path(mode).name
+        if args.check:
+            same = path.is_file() and path.read_text() == text
+            print(f"{path}: {'matches' if same else 'DIFFERS from'} the refit")
+            status |= 0 if same else 1
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            spec = json.loads(text)
+            errs = ", ".join(f"{p} max {spec[p]['errors']['max_abs_float32']:.3e}" for p in PARTS)
+            print(f"wrote {path}: {errs}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
