@@ -196,6 +196,25 @@ def use_cuda_packed(on: bool = True):
 
 
 @contextlib.contextmanager
+def use_cpu_kernel(name: str):
+    """Inside the block, the CPU ops run program ``name``: ``"poly"`` (the default: the
+    shipped degree-8 polynomial, the same program as CUDA and Metal) or ``"cells"`` (a cubic
+    in each of 32 cells looked up by permutes, turbogelu/approx/cells.py: about 10x more
+    accurate and fewer operations per element). TURBOGELU_CPU_KERNEL=cells picks it for a
+    process. poly_gelu's run-time coefficients always take the polynomial."""
+    previous = _ops._set_cpu_kernel(name)
+    try:
+        yield
+    finally:
+        _ops._set_cpu_kernel(previous)
+
+
+def cpu_kernel() -> str:
+    """The CPU program the ops run now: 'poly' or 'cells'."""
+    return _ops._cpu_kernel()
+
+
+@contextlib.contextmanager
 def use_cpu_isa(name: str):
     """Run the CPU kernels with one instruction set inside the block (for tests, benchmarks)."""
     previous = _ops._set_cpu_isa(name)

@@ -29,10 +29,17 @@ using ForwardFn = bool (*)(const void* x, void* out, int64_t n, const PolyCoeffs
 using BackwardFn = bool (*)(const void* grad, const void* x, void* out, int64_t n,
                             const PolyCoeffs& k, Scheme s);
 
+// The "cells" kernel (poly_eval.h's gelu_forward_cells): one fixed program, no degrees.
+using CellsForwardFn = void (*)(const void* x, void* out, int64_t n, const CellTable& t);
+using CellsBackwardFn = void (*)(const void* grad, const void* x, void* out, int64_t n,
+                                 const CellTable& t);
+
 struct KernelTable {
   const char* name;
   ForwardFn forward[kNumDTypes];  // nullptr: use the scalar table's entry
   BackwardFn backward[kNumDTypes];
+  CellsForwardFn cells_forward[kNumDTypes];  // likewise
+  CellsBackwardFn cells_backward[kNumDTypes];
 };
 
 const KernelTable& scalar_table();

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu_kernels.h"
@@ -112,6 +113,58 @@ std::string set_poly_scheme(c10::string_view name) {
   return scheme_name(g_scheme.exchange(name == "horner" ? Scheme::Horner : Scheme::Estrin));
 }
 
+// ---------------------------------------------------------------- CPU program: poly or cells
+
+// "poly" runs the shipped polynomial (poly_eval.h's gelu_forward, the program every backend
+// shares); "cells" runs the CPU's table-driven program (gelu_forward_cells: a cubic in each
+// of 32 cells, fitted by turbogelu/approx/cells.py), fewer operations and more accurate.
+// Chosen from TURBOGELU_CPU_KERNEL at the first call; tests and the benchmark switch it with
+// _set_cpu_kernel. Coefficients given at run time (poly_gelu) always take the polynomial.
+enum class CpuKernel : int { Poly = 0, Cells = 1, Unset = 2 };
+std::atomic<CpuKernel> g_cpu_kernel{CpuKernel::Unset};
+
+CpuKernel parse_cpu_kernel(const std::string& name) {
+  TORCH_CHECK_VALUE(name == "poly" || name == "cells",
+                    "turbogelu: the CPU kernel must be 'poly' or 'cells', got '", name,
+                    "' (TURBOGELU_CPU_KERNEL)");
+  return name == "poly" ? CpuKernel::Poly : CpuKernel::Cells;
+}
+
+CpuKernel current_cpu_kernel() {
+  CpuKernel k = g_cpu_kernel.load(std::memory_order_relaxed);
+  if (k == CpuKernel::Unset) {
+    const char* env = std::getenv("TURBOGELU_CPU_KERNEL");
+    k = parse_cpu_kernel(env != nullptr && *env != '\0' ? std::string(env) : std::string("poly"));
+    g_cpu_kernel.store(k, std::memory_order_relaxed);
+  }
+  return k;
+}
+
+std::string cpu_kernel() { return current_cpu_kernel() == CpuKernel::Poly ? "poly" : "cells"; }
+
+std::string set_cpu_kernel(c10::string_view name) {
+  const CpuKernel next = parse_cpu_kernel(std::string(name));
+  const std::string previous = cpu_kernel();
+  g_cpu_kernel.store(next, std::memory_order_relaxed);
+  return previous;
+}
+
+// The cells table fitted to the same target as a shipped coefficient set, or nullptr.
+const CellTable* cells_for(const PolyCoeffs& k) {
+  using namespace coeffs;
+  static const std::pair<const PolyCoeffs*, const CellTable*> pairs[] = {
+      {&gelu_none_forward, &gelu_none_forward_cells},
+      {&gelu_none_backward_direct, &gelu_none_backward_direct_cells},
+      {&gelu_none_backward_matched, &gelu_none_backward_matched_cells},
+      {&gelu_tanh_forward, &gelu_tanh_forward_cells},
+      {&gelu_tanh_backward_direct, &gelu_tanh_backward_direct_cells},
+      {&gelu_tanh_backward_matched, &gelu_tanh_backward_matched_cells},
+  };
+  for (const auto& p : pairs)
+    if (p.first == &k) return p.second;
+  return nullptr;
+}
+
 // The opt-in packed bfloat16 CUDA path (kernels/cuda/): off unless TURBOGELU_CUDA_PACKED=1
 // at the first call, or switched with _set_cuda_packed.
 std::atomic<bool>& packed_slot() {
@@ -170,6 +223,14 @@ void launch_forward_cpu(const at::Tensor& x, const at::Tensor& out, const PolyCo
   const char* xp = static_cast<const char*>(x.const_data_ptr());
   char* op = static_cast<char*>(out.data_ptr());
   const int64_t es = x.element_size();
+  const CellTable* cells = current_cpu_kernel() == CpuKernel::Cells ? cells_for(k) : nullptr;
+  if (cells != nullptr) {
+    const auto cf = table.cells_forward[d] != nullptr ? table.cells_forward[d]
+                                                      : cpu::scalar_table().cells_forward[d];
+    at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed),
+                     [&](int64_t b, int64_t e) { cf(xp + b * es, op + b * es, e - b, *cells); });
+    return;
+  }
   const Scheme s = current_scheme();
   TORCH_CHECK(fn(xp, op, 0, k, s), "turbogelu: no kernel compiled for degree ", k.degree);
   at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed),
@@ -188,6 +249,15 @@ void launch_backward_cpu(const at::Tensor& g, const at::Tensor& x, const at::Ten
   const char* xp = static_cast<const char*>(x.const_data_ptr());
   char* op = static_cast<char*>(out.data_ptr());
   const int64_t es = x.element_size();
+  const CellTable* cells = current_cpu_kernel() == CpuKernel::Cells ? cells_for(k) : nullptr;
+  if (cells != nullptr) {
+    const auto cb = table.cells_backward[d] != nullptr ? table.cells_backward[d]
+                                                       : cpu::scalar_table().cells_backward[d];
+    at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed), [&](int64_t b, int64_t e) {
+      cb(gp + b * es, xp + b * es, op + b * es, e - b, *cells);
+    });
+    return;
+  }
   const Scheme s = current_scheme();
   TORCH_CHECK(fn(gp, xp, op, 0, k, s), "turbogelu: no kernel compiled for degree ", k.degree);
   at::parallel_for(0, n, g_grain.load(std::memory_order_relaxed), [&](int64_t b, int64_t e) {
@@ -318,6 +388,9 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
   // Benchmark hook: evaluate P by "horner" (default) or "estrin"; returns the previous one.
   m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
+  // The CPU program: "poly" (default) or "cells"; returns the previous one.
+  m.def("_cpu_kernel() -> str", &cpu_kernel);
+  m.def("_set_cpu_kernel(str kernel) -> str", &set_cpu_kernel);
   // The opt-in packed bfloat16 CUDA path on (true) or off; returns the previous setting.
   m.def("_set_cuda_packed(bool on) -> bool", &set_cuda_packed);
 }

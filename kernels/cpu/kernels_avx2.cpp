@@ -43,6 +43,15 @@ TG_INLINE V8 tg_tail_select(M8 m, V8 x, V8 other) {
   return {_mm256_blendv_ps(other.v, _mm256_max_ps(x.v, _mm256_set1_ps(-0.0f)), m.m)};
 }
 TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
+// The cells kernel: max/min with the bound first return x itself when x is NaN.
+TG_INLINE V8 tg_clamp_below(V8 x, V8 lo) { return {_mm256_max_ps(lo.v, x.v)}; }
+TG_INLINE V8 tg_clamp_above(V8 x, V8 hi) { return {_mm256_min_ps(hi.v, x.v)}; }
+TG_INLINE __m256i tg_cell(V8 xi, const CellTable& t) {
+  const __m256 s = _mm256_fmadd_ps(xi.v, _mm256_set1_ps(t.scale), _mm256_set1_ps(t.offset));
+  return _mm256_and_si256(_mm256_castps_si256(s), _mm256_set1_epi32(kCells - 1));
+}
+// AVX2 has no two-table permute: gather from the 32-entry table (slower, same bits).
+TG_INLINE V8 tg_lookup(V8, __m256i k, const float* c) { return {_mm256_i32gather_ps(c, k, 4)}; }
 
 // bfloat16 <-> float32 on 16 values at once, as in kernels_avx512.cpp (interleave with
 // zeros to widen, round to nearest even in integers and pack the high halves to narrow; the
@@ -96,6 +105,10 @@ const KernelTable* avx2_table() {
        nullptr},
       {backward_any<Avx2Isa, float>, backward_any<Avx2Isa, f16_t>, backward_any<Avx2Isa, bf16_t>,
        nullptr},
+      {forward_cells<Avx2Isa, float>, forward_cells<Avx2Isa, f16_t>, forward_cells<Avx2Isa, bf16_t>,
+       nullptr},
+      {backward_cells<Avx2Isa, float>, backward_cells<Avx2Isa, f16_t>,
+       backward_cells<Avx2Isa, bf16_t>, nullptr},
   };
   return &table;
 }

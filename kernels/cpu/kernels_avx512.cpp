@@ -42,6 +42,17 @@ TG_INLINE V16 tg_tail_select(__mmask16 m, V16 x, V16 other) {
   return {_mm512_mask_max_ps(other.v, m, x.v, _mm512_set1_ps(-0.0f))};
 }
 TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
+// The cells kernel: max/min with the bound first return x itself when x is NaN; the lookup
+// is one two-table permute, which reads only the low five bits of each index.
+TG_INLINE V16 tg_clamp_below(V16 x, V16 lo) { return {_mm512_max_ps(lo.v, x.v)}; }
+TG_INLINE V16 tg_clamp_above(V16 x, V16 hi) { return {_mm512_min_ps(hi.v, x.v)}; }
+TG_INLINE __m512i tg_cell(V16 xi, const CellTable& t) {
+  return _mm512_castps_si512(
+      _mm512_fmadd_ps(xi.v, _mm512_set1_ps(t.scale), _mm512_set1_ps(t.offset)));
+}
+TG_INLINE V16 tg_lookup(V16, __m512i k, const float* c) {
+  return {_mm512_permutex2var_ps(_mm512_loadu_ps(c), k, _mm512_loadu_ps(c + 16))};
+}
 
 // bfloat16 <-> float32 on 32 values at once. Widening interleaves zeros below each 16-bit
 // value (within 128-bit lanes: elements come out permuted, the same way for every input),
@@ -98,6 +109,10 @@ const KernelTable* avx512_table() {
        nullptr},
       {backward_any<Avx512Isa, float>, backward_any<Avx512Isa, f16_t>,
        backward_any<Avx512Isa, bf16_t>, nullptr},
+      {forward_cells<Avx512Isa, float>, forward_cells<Avx512Isa, f16_t>,
+       forward_cells<Avx512Isa, bf16_t>, nullptr},
+      {backward_cells<Avx512Isa, float>, backward_cells<Avx512Isa, f16_t>,
+       backward_cells<Avx512Isa, bf16_t>, nullptr},
   };
   return &table;
 }

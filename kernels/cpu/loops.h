@@ -22,49 +22,44 @@ namespace cpu {
 
 inline namespace TG_ISA_NAMESPACE {
 
-template <class Isa, class T, int N, Scheme S>
-TG_INLINE void forward_block(const T* x, T* out, const PolyCoeffs& k) {
-  typename Isa::V v[Isa::K];
-  Isa::load(x, v);
-  for (int j = 0; j < Isa::K; ++j) v[j] = gelu_forward<N, S>(v[j], k);
-  Isa::store(out, v);
-}
-
-template <class Isa, class T, int N, Scheme S>
-TG_INLINE void backward_block(const T* g, const T* x, T* out, const PolyCoeffs& k) {
-  typename Isa::V gv[Isa::K], xv[Isa::K];
-  Isa::load(g, gv);
-  Isa::load(x, xv);
-  for (int j = 0; j < Isa::K; ++j) gv[j] = gelu_backward<N, S>(gv[j], xv[j], k);
-  Isa::store(out, gv);
-}
-
-template <class Isa, class T, int N, Scheme S>
-bool forward_loop(const void* xv, void* ov, int64_t n, const PolyCoeffs& kref) {
-  const PolyCoeffs k = kref;  // a local copy: stores to `out` cannot alias the coefficients
+// out[i] = f(x[i]) block by block; f maps one vector of lanes.
+template <class Isa, class T, class F>
+TG_INLINE void map1(const void* xv, void* ov, int64_t n, F f) {
   const T* x = static_cast<const T*>(xv);
   T* out = static_cast<T*>(ov);
+  typename Isa::V v[Isa::K];
   int64_t i = 0;
-  for (; i + Isa::B <= n; i += Isa::B) forward_block<Isa, T, N, S>(x + i, out + i, k);
+  for (; i + Isa::B <= n; i += Isa::B) {
+    Isa::load(x + i, v);
+    for (int j = 0; j < Isa::K; ++j) v[j] = f(v[j]);
+    Isa::store(out + i, v);
+  }
   if (i < n) {
     const size_t bytes = sizeof(T) * static_cast<size_t>(n - i);
     T xb[Isa::B], ob[Isa::B];
     std::memset(xb, 0, sizeof xb);
     std::memcpy(xb, x + i, bytes);
-    forward_block<Isa, T, N, S>(xb, ob, k);
+    Isa::load(xb, v);
+    for (int j = 0; j < Isa::K; ++j) v[j] = f(v[j]);
+    Isa::store(ob, v);
     std::memcpy(out + i, ob, bytes);
   }
-  return true;
 }
 
-template <class Isa, class T, int N, Scheme S>
-bool backward_loop(const void* gv, const void* xv, void* ov, int64_t n, const PolyCoeffs& kref) {
-  const PolyCoeffs k = kref;
+// out[i] = f(g[i], x[i]).
+template <class Isa, class T, class F>
+TG_INLINE void map2(const void* gv, const void* xv, void* ov, int64_t n, F f) {
   const T* g = static_cast<const T*>(gv);
   const T* x = static_cast<const T*>(xv);
   T* out = static_cast<T*>(ov);
+  typename Isa::V a[Isa::K], b[Isa::K];
   int64_t i = 0;
-  for (; i + Isa::B <= n; i += Isa::B) backward_block<Isa, T, N, S>(g + i, x + i, out + i, k);
+  for (; i + Isa::B <= n; i += Isa::B) {
+    Isa::load(g + i, a);
+    Isa::load(x + i, b);
+    for (int j = 0; j < Isa::K; ++j) a[j] = f(a[j], b[j]);
+    Isa::store(out + i, a);
+  }
   if (i < n) {
     const size_t bytes = sizeof(T) * static_cast<size_t>(n - i);
     T gb[Isa::B], xb[Isa::B], ob[Isa::B];
@@ -72,10 +67,44 @@ bool backward_loop(const void* gv, const void* xv, void* ov, int64_t n, const Po
     std::memset(xb, 0, sizeof xb);
     std::memcpy(gb, g + i, bytes);
     std::memcpy(xb, x + i, bytes);
-    backward_block<Isa, T, N, S>(gb, xb, ob, k);
+    Isa::load(gb, a);
+    Isa::load(xb, b);
+    for (int j = 0; j < Isa::K; ++j) a[j] = f(a[j], b[j]);
+    Isa::store(ob, a);
     std::memcpy(out + i, ob, bytes);
   }
+}
+
+// The coefficients are copied to a local first: stores to `out` cannot alias them, so the
+// compiler keeps them (and the cells' tables) in registers across the loop.
+template <class Isa, class T, int N, Scheme S>
+bool forward_loop(const void* x, void* out, int64_t n, const PolyCoeffs& kref) {
+  const PolyCoeffs k = kref;
+  using V = typename Isa::V;
+  map1<Isa, T>(x, out, n, [&](V v) { return gelu_forward<N, S>(v, k); });
   return true;
+}
+
+template <class Isa, class T, int N, Scheme S>
+bool backward_loop(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& kref) {
+  const PolyCoeffs k = kref;
+  using V = typename Isa::V;
+  map2<Isa, T>(g, x, out, n, [&](V gv, V xv) { return gelu_backward<N, S>(gv, xv, k); });
+  return true;
+}
+
+template <class Isa, class T>
+void forward_cells(const void* x, void* out, int64_t n, const CellTable& tref) {
+  const CellTable t = tref;
+  using V = typename Isa::V;
+  map1<Isa, T>(x, out, n, [&](V v) { return gelu_forward_cells(v, t); });
+}
+
+template <class Isa, class T>
+void backward_cells(const void* g, const void* x, void* out, int64_t n, const CellTable& tref) {
+  const CellTable t = tref;
+  using V = typename Isa::V;
+  map2<Isa, T>(g, x, out, n, [&](V gv, V xv) { return gelu_backward_cells(gv, xv, t); });
 }
 
 template <class Isa, class T>

@@ -44,10 +44,11 @@ def _part(mode: str, name: str, part: dict) -> list[str]:
     ]
 
 
-def render(specs: dict[str, dict], packed: dict | None = None) -> str:
+def render(specs: dict[str, dict], packed: dict | None = None, cells: dict | None = None) -> str:
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
-        "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json.",
+        "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (and data/specs/packed/,",
+        "// data/specs/cells/).",
         "//",
         "// Polynomial GELU coefficients in the form of poly_eval.h: for |x| <= clamp,",
         "//   forward  gelu(x)  ~ x/2 + x^2 P(z),  backward gelu'(x) ~ 1/2 + x Q(z),",
@@ -73,6 +74,7 @@ def render(specs: dict[str, dict], packed: dict | None = None) -> str:
             f"inline constexpr bool gelu_{mode}_default_backward_is_direct = {default};",
         ]
     lines += _packed_lines(packed)
+    lines += _cells_lines(cells)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     return "\n".join(lines)
 
@@ -104,6 +106,50 @@ def _packed_lines(packed: dict) -> list[str]:
             f"    {{{coeffs}}}}};",
         ]
     return lines
+
+
+def _cells_lines(cells: dict | None) -> list[str]:
+    """The CPU's table-driven kernel (turbogelu/approx/cells.py), if given."""
+    if not cells:
+        return []
+    from . import cells as cells_mod
+
+    lines = [
+        "",
+        "// Cells: the CPU's table-driven program (poly_eval.h's gelu_forward_cells), a cubic in",
+        f"// each of 32 cells: {cells_mod.COMMAND} -> data/specs/cells/*.json.",
+        "// Errors of the float32 program over the same grid plus every float32 within",
+        f"// {specmod.NEAR_CLAMP} of +-R and +-clamp.",
+    ]
+    for mode in cells_mod.MODES:
+        s = cells[mode]
+        for name in specmod.PARTS:
+            part = s[name]
+            e = part["errors"]
+            rows = ",\n     ".join(
+                "{" + ", ".join(_lit(v) for v in row) + "}" for row in part["table"]
+            )
+            lines += [
+                f'// approximate="{mode}" {name}: max |err| {e["max_abs_float32"]:.3e}'
+                f" (at x = {e['argmax_float32']:.6g}), mean |err| on the grid"
+                f" {e['mean_abs_float32_grid']:.3e}",
+                f"inline constexpr CellTable gelu_{mode}_{PART_NAMES[name]}_cells = {{",
+                f"    {_lit(part['scale'])}, {_lit(part['clamp'])}, {_lit(part['offset'])},",
+                f"    {{{rows}}}}};",
+            ]
+        default = "true" if s["default_backward"] == "direct" else "false"
+        lines += [
+            f"inline constexpr bool gelu_{mode}_cells_default_backward_is_direct = {default};"
+        ]
+    return lines
+
+
+def load_cells(spec_dir: Path | None = None) -> dict:
+    """The cells specs: ``spec_dir/cells`` when it exists, else the committed data/specs/cells."""
+    from . import cells
+
+    folder = Path(spec_dir) / "cells" if spec_dir is not None else None
+    return cells.load_all(folder if folder is not None and folder.is_dir() else None)
 
 
 def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
@@ -141,7 +187,7 @@ def polyspec_from(path: Path):
 
 
 def generate(spec_dir: Path | None = None) -> str:
-    return render(load_specs(spec_dir), load_packed(spec_dir))
+    return render(load_specs(spec_dir), load_packed(spec_dir), load_cells(spec_dir))
 
 
 # ---------------------------------------------------------------- Metal
@@ -301,4 +347,7 @@ def generate_metal(spec_dir: Path | None = None) -> str:
 def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     """Every generated file and its text."""
     specs = load_specs(spec_dir)
-    return {HEADER: render(specs, load_packed(spec_dir)), METAL: render_metal(specs)}
+    return {
+        HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
+        METAL: render_metal(specs),
+    }

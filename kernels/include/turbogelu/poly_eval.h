@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define TG_HD __host__ __device__
@@ -54,6 +56,17 @@ struct PolyCoeffs {
 // How to evaluate P: Horner (fewest operations, one dependency chain) or Estrin (more
 // operations, short chains). Which is faster is measured (turbogelu bench), not assumed.
 enum class Scheme { Horner, Estrin };
+
+// The table of the CPU's "cells" kernel (gelu_forward_cells below; turbogelu/approx/cells.py).
+constexpr int kCells = 32;
+constexpr int kCellCoeffs = 4;  // cubic in each cell
+
+struct CellTable {
+  float scale;   // cells per unit of x
+  float clamp;   // x is clamped to [-clamp, clamp]; s(+-clamp) lands in cells 1 and 31
+  float offset;  // 16 + 1.5 * 2^23: fma(xi, scale, offset) is rint(16 + xi*scale) + 1.5*2^23
+  float c[kCellCoeffs][kCells];  // c[j][k]: the coefficient of x^j in cell k
+};
 
 inline namespace TG_ISA_NAMESPACE {
 
@@ -164,6 +177,67 @@ TG_HD TG_INLINE V gelu_backward(V grad, V x, const PolyCoeffs& k) {
   const V d = tg_select(tg_gt(b.y, clamp_sq(x, k)), step, b.inner);
   // Always multiply (never select a zero): a NaN gradient stays NaN in the clamped tail.
   return tg_mul(grad, d);
+}
+
+// ---------------------------------------------------------------- cells (CPU)
+//
+// The table-driven program (turbogelu/approx/cells.py fits it and explains the layout):
+//   xc = max(x, -clamp), xi = min(xc, clamp), k = the cell of xi (32 cells),
+//   p = ((c3[k] xi + c2[k]) xi + c1[k]) xi + c0[k],
+//   forward xc * p (p ~ gelu(x)/x),  backward grad * p (p ~ gelu'(x)).
+// Cells 0-1 are zero (x <= -R: forward -0.0, backward 0), cell 31 is the constant 1
+// (x >= R: forward x, +inf included; backward grad). NaN passes both clamps and the
+// multiply-adds, whatever cell its bits pick. Four multiply-adds and four table lookups
+// instead of the polynomial's twelve operations.
+// x < lo ? lo : x and x > hi ? hi : x: a NaN compares false and stays.
+template <class V>
+TG_HD TG_INLINE V tg_clamp_below(V x, V lo) {
+  return x < lo ? lo : x;
+}
+template <class V>
+TG_HD TG_INLINE V tg_clamp_above(V x, V hi) {
+  return x > hi ? hi : x;
+}
+
+// The cell of xi: the low five bits of fma(xi, scale, offset), whose float32 value is an
+// integer (round to nearest, ties to even, in one rounding). Host code: only the CPU runs
+// this program so far.
+TG_INLINE int tg_cell(float xi, const CellTable& t) {
+  const float s = tg_fma(xi, t.scale, t.offset);
+  uint32_t bits;
+  std::memcpy(&bits, &s, sizeof bits);
+  return static_cast<int>(bits & (kCells - 1));
+}
+// float64: rint(16 + xi*scale) in double (approx/cells.py's float64 replay does the same).
+TG_INLINE int tg_cell(double xi, const CellTable& t) {
+  const double s = std::nearbyint(xi * static_cast<double>(t.scale) + 16.0);
+  return s == s ? static_cast<int>(s) & (kCells - 1) : 0;
+}
+TG_INLINE float tg_lookup(float, int k, const float* c) { return c[k]; }
+TG_INLINE double tg_lookup(double, int k, const float* c) { return c[k]; }
+
+template <class V>
+TG_HD TG_INLINE V cells_poly(V xi, const CellTable& t) {
+  const auto k = tg_cell(xi, t);
+  V p = tg_lookup(xi, k, t.c[3]);
+  p = tg_fma(p, xi, tg_lookup(xi, k, t.c[2]));
+  p = tg_fma(p, xi, tg_lookup(xi, k, t.c[1]));
+  return tg_fma(p, xi, tg_lookup(xi, k, t.c[0]));
+}
+
+template <class V>
+TG_HD TG_INLINE V gelu_forward_cells(V x, const CellTable& t) {
+  const V xc = tg_clamp_below(x, tg_splat(V{}, -t.clamp));
+  const V xi = tg_clamp_above(xc, tg_splat(V{}, t.clamp));
+  return tg_mul(xc, cells_poly(xi, t));
+}
+
+// Always multiply: a NaN gradient stays NaN in the tails (p = 0 there).
+template <class V>
+TG_HD TG_INLINE V gelu_backward_cells(V grad, V x, const CellTable& t) {
+  const V xc = tg_clamp_below(x, tg_splat(V{}, -t.clamp));
+  const V xi = tg_clamp_above(xc, tg_splat(V{}, t.clamp));
+  return tg_mul(grad, cells_poly(xi, t));
 }
 
 }  // namespace TG_ISA_NAMESPACE
