@@ -9,6 +9,7 @@ Parts (``--parts``, all by default):
   largest finite values), 50 timed batches of 100 calls, one thread, forward and backward,
   float32 / float16 / bfloat16; methods ``torch exact`` (``F.gelu``), ``torch approx``
   (``approximate="tanh"``), ``turbogelu``, and beyond the seed: ``turbogelu (Estrin)``,
+  ``turbogelu (cells)`` (the CPU's table-driven program, ``TURBOGELU_CPU_KERNEL=cells``),
   ``torch exact (oneDNN off)``, ``torch.compile exact`` (compiled once, before timing) and
   the limit rows, what moving the same bytes costs: ``limit: copy``
   (``empty_like(x).copy_(x)``) and ``limit: stream copy`` (non-temporal stores) for the
@@ -91,6 +92,7 @@ METHODS = {
     "forward": (
         "turbogelu",
         "turbogelu (Estrin)",
+        "turbogelu (cells)",
         "torch exact",
         "torch approx",
         "torch exact (oneDNN off)",
@@ -101,6 +103,7 @@ METHODS = {
     "backward": (
         "turbogelu",
         "turbogelu (Estrin)",
+        "turbogelu (cells)",
         "torch exact",
         "torch approx",
         "torch exact (oneDNN off)",
@@ -109,7 +112,8 @@ METHODS = {
         "limit: stream read2",
     ),
 }
-CPU_ONLY = ("turbogelu (Estrin)", "torch exact (oneDNN off)", "limit: stream copy")
+CPU_ONLY = ("turbogelu (Estrin)", "turbogelu (cells)", "torch exact (oneDNN off)")
+CPU_ONLY += ("limit: stream copy",)
 CPU_ONLY += ("limit: stream read2",)
 GRAIN_SIZES = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 1 << 20)
 GRAIN_ELEMENTS_PER_BATCH = 1 << 21  # --grain: calls per batch = max(--calls, this / size)
@@ -498,6 +502,11 @@ def _estrin():
     return _scheme("estrin")
 
 
+def _cells():
+    """Run the CPU's table-driven program (turbogelu/approx/cells.py) instead of the polynomial."""
+    return _hook("_set_cpu_kernel", "cells")
+
+
 @contextlib.contextmanager
 def _num_threads(n: int):
     import torch
@@ -626,6 +635,7 @@ def make_variants(
         fns = {
             "turbogelu": lambda: tg.gelu(x),
             "turbogelu (Estrin)": lambda: tg.gelu(x),
+            "turbogelu (cells)": lambda: tg.gelu(x),
             "torch exact": lambda: F.gelu(x),
             "torch approx": lambda: F.gelu(x, approximate="tanh"),
             "torch exact (oneDNN off)": lambda: F.gelu(x),
@@ -637,6 +647,7 @@ def make_variants(
         fns = {
             "turbogelu": lambda: tg.gelu_backward(g, x),
             "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
+            "turbogelu (cells)": lambda: tg.gelu_backward(g, x),
             "torch exact": lambda: aten.gelu_backward(g, x),
             "torch approx": lambda: aten.gelu_backward(g, x, approximate="tanh"),
             "torch exact (oneDNN off)": lambda: aten.gelu_backward(g, x),
@@ -677,6 +688,8 @@ def make_variants(
             context = _onednn_off
         elif "Estrin" in m:
             context = _estrin
+        elif "cells" in m:
+            context = _cells
         else:
             context = contextlib.nullcontext
         variants.append(Variant((direction, dtype, m), fn, context, labels=labels))

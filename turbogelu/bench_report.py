@@ -36,6 +36,7 @@ PROTOCOL_ORDER = (
     "torch approx",
     "turbogelu",
     "turbogelu (Estrin)",
+    "turbogelu (cells)",
     "torch exact (oneDNN off)",
     "torch.compile exact",
     "limit: copy",
