@@ -46,12 +46,30 @@ TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
 // The cells kernel: max/min with the bound first return x itself when x is NaN.
 TG_INLINE V8 tg_clamp_below(V8 x, V8 lo) { return {_mm256_max_ps(lo.v, x.v)}; }
 TG_INLINE V8 tg_clamp_above(V8 x, V8 hi) { return {_mm256_min_ps(hi.v, x.v)}; }
-TG_INLINE __m256i tg_cell(V8 xi, const CellTable& t) {
-  const __m256 s = _mm256_fmadd_ps(xi.v, _mm256_set1_ps(t.scale), _mm256_set1_ps(t.offset));
-  return _mm256_and_si256(_mm256_castps_si256(s), _mm256_set1_epi32(kCells - 1));
+// The cell number k sits in the low five bits of each lane of `bits`. AVX2 permutes read
+// eight entries (the low three bits of k), so a lookup takes four of them and picks among
+// the four results by bits 3 and 4 of k, moved into the sign bit that blendv reads (the
+// shifted copies are computed once per vector and shared by the four coefficients).
+// Gathers give the same values but are several times slower on the build machine.
+struct Cell8 {
+  __m256i k;
+  __m256 bit3, bit4;
+};
+TG_INLINE Cell8 tg_cell(V8 xi, const CellTable& t) {
+  const __m256i k =
+      _mm256_castps_si256(_mm256_fmadd_ps(xi.v, _mm256_set1_ps(t.scale), _mm256_set1_ps(t.offset)));
+  return {k, _mm256_castsi256_ps(_mm256_slli_epi32(k, 28)),
+          _mm256_castsi256_ps(_mm256_slli_epi32(k, 27))};
 }
-// AVX2 has no two-table permute: gather from the 32-entry table (slower, same bits).
-TG_INLINE V8 tg_lookup(V8, __m256i k, const float* c) { return {_mm256_i32gather_ps(c, k, 4)}; }
+TG_INLINE V8 tg_lookup(V8, const Cell8& c, const float* table) {
+  const __m256 q0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), c.k);
+  const __m256 q1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), c.k);
+  const __m256 q2 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 16), c.k);
+  const __m256 q3 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 24), c.k);
+  const __m256 lo = _mm256_blendv_ps(q0, q1, c.bit3);
+  const __m256 hi = _mm256_blendv_ps(q2, q3, c.bit3);
+  return {_mm256_blendv_ps(lo, hi, c.bit4)};
+}
 
 // bfloat16 <-> float32 on 16 values at once, as in kernels_avx512.cpp (interleave with
 // zeros to widen, round to nearest even in integers and pack the high halves to narrow; the
