@@ -26,6 +26,7 @@ EXECUTED = [
     "05_timing",
     "06_mnist_mlp",
     "07_polynomial_family",
+    "08_cells",
 ]
 
 
