@@ -2,7 +2,9 @@
 // the mutating forms. The functional ops get their autograd formula in turbogelu/ops.py.
 //
 //   gelu(x)  ~ x (1/2 + x P(z)),  gelu'(x) ~ 1/2 + x Q(z),  z = x^2 * 2/R^2 - 1, |x| <= R
-//   (kernels/include/turbogelu/poly_eval.h; coefficients in gelu_coeffs.h, generated).
+//   (kernels/include/turbogelu/poly_eval.h; coefficients in gelu_coeffs.h, generated), or,
+//   opt-in on the CPU (TURBOGELU_CPU_KERNEL=cells), a cubic in each of 32 cells of x
+//   (gelu_forward_cells, same header; tables from turbogelu/approx/cells.py).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
