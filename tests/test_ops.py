@@ -1028,7 +1028,7 @@ def test_inplace_and_out_forms_work_under_no_grad():
 
 def test_isa_introspection():
     assert ISAS[-1] == "scalar"
-    assert set(ISAS) <= {"avx512", "avx2", "scalar"}
+    assert set(ISAS) <= {"avx512bf16", "avx512", "avx2", "scalar"}
     assert turbogelu.cpu_isa() in ISAS
     assert turbogelu.cpu_isas_available() == ISAS
 
@@ -1036,17 +1036,42 @@ def test_isa_introspection():
 def test_unknown_isa_raises_value_error():
     before = turbogelu.cpu_isa()
     for name in ("sse9", "AVX2", "", "auto "):
-        with pytest.raises(ValueError, match="choose auto, avx512, avx2 or scalar"):
+        with pytest.raises(ValueError, match="choose auto, avx512bf16, avx512, avx2 or scalar"):
             OPS._set_cpu_isa(name)
     assert turbogelu.cpu_isa() == before
 
 
 def test_unavailable_isa_raises():
-    missing = [n for n in ("avx512", "avx2") if n not in ISAS]
+    missing = [n for n in ("avx512bf16", "avx512", "avx2") if n not in ISAS]
     if not missing:
         pytest.skip("every instruction set is available here")
     with pytest.raises(RuntimeError, match="not available"):
         OPS._set_cpu_isa(missing[0])
+
+
+@pytest.mark.parametrize("program", ["poly", "cells"])
+def test_bfloat16_blocks_with_subnormals_match_every_isa(program):
+    # The avx512bf16 store converts with vcvtne2ps2bf16, which flushes subnormals: a block
+    # of 32 values that holds one must take the integer rounding instead. Put a subnormal
+    # (input, or an output from the smallest normals) at each position of a block, with
+    # ordinary values around it, and require the bits of every other instruction set.
+    gen = torch.Generator().manual_seed(7)
+    base = (3 * torch.randn(32 * 40, generator=gen)).to(torch.bfloat16)
+    tiny = torch.tensor([2.0**-130, -(2.0**-133), 2.0**-126, -(2.0**-126)]).to(torch.bfloat16)
+    for j in range(32):
+        base[32 * j + j] = tiny[j % 4]  # block j: position j
+    x = torch.cat([base, base[5:]])  # and again, shifted across block edges
+    g = torch.randn(x.shape, generator=gen).to(torch.bfloat16)
+    got = {}
+    with tg_ops.use_cpu_kernel(program):
+        for isa in ISAS:
+            with tg_ops.use_cpu_isa(isa):
+                got[isa] = (OPS.gelu(x), OPS.gelu_backward(g, x))
+    ref_f, ref_b = got["scalar"]
+    assert (ref_f.float().abs() < 2.0**-126).sum() >= 16  # subnormal results do occur
+    for isa, (f, b) in got.items():
+        assert torch.equal(f.view(torch.int16), ref_f.view(torch.int16)), isa
+        assert torch.equal(b.view(torch.int16), ref_b.view(torch.int16)), isa
 
 
 def test_use_cpu_isa_restores_after_an_error():
@@ -1111,4 +1136,4 @@ def test_env_var_selects_isa(isa_env_children, name):
 def test_env_var_bogus_gives_a_clear_error(isa_env_children):
     out = isa_env_children["bogus"]
     assert "ERROR ValueError" in out, out
-    assert "'bogus'" in out and "auto, avx512, avx2 or scalar" in out, out
+    assert "'bogus'" in out and "auto, avx512bf16, avx512, avx2 or scalar" in out, out

@@ -1175,7 +1175,9 @@ def add_arguments(p) -> None:
         "--degree-size", type=int, default=None, help="degree curve elements (--size; quick 64K)"
     )
     p.add_argument("--degree-rounds", type=int, default=None, help="(30; --quick 5)")
-    p.add_argument("--isa", default=None, help="run turbogelu under this ISA (avx512|avx2|scalar)")
+    p.add_argument(
+        "--isa", default=None, help="run turbogelu under this ISA (avx512bf16|avx512|avx2|scalar)"
+    )
     p.add_argument(
         "--flush",
         action="store_true",

@@ -172,7 +172,7 @@ def gelu_backward_op(
 
 
 def cpu_isa() -> str:
-    """The CPU instruction set the kernels use now: 'avx512', 'avx2' or 'scalar'."""
+    """The CPU instruction set the kernels use now: 'avx512bf16', 'avx512', 'avx2' or 'scalar'."""
     return _ops._cpu_isa()
 
 

@@ -1,9 +1,9 @@
 // The CPU kernel tables, one per instruction set, behind plain function pointers.
 //
 // Each instruction set lives in its own translation unit compiled for that target
-// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp); none of them includes torch, so
-// no inline torch function is ever compiled with AVX-512 enabled and picked by the linker
-// for a machine without it. gelu_ops.cpp chooses a table at run time (cpuid).
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512bf16.cpp); none of them
+// includes torch, so no inline torch function is ever compiled with AVX-512 enabled and picked by
+// the linker for a machine without it. gelu_ops.cpp chooses a table at run time (cpuid).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,8 @@ const KernelTable& scalar_table();
 // nullptr when the build has no such code (a non-x86 target).
 const KernelTable* avx2_table();
 const KernelTable* avx512_table();
+// The avx512 table with the AVX512-BF16 bfloat16 store (kernels_avx512bf16.cpp).
+const KernelTable* avx512bf16_table();
 
 // Degrees (of P) with compiled kernels. A list rather than one value so that experiments can
 // time other fitted specs through the same code (turbogelu::poly_gelu, poly_ops.cpp: the

@@ -38,6 +38,16 @@ bool cpu_has_avx512() {
 #endif
 }
 
+// avx512 plus vcvtne2ps2bf16 (AVX512-BF16) and vfpclassps (AVX512-DQ) for bfloat16 stores.
+bool cpu_has_avx512bf16() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return cpu_has_avx512() && cpu::avx512bf16_table() != nullptr &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 bool cpu_has_avx2() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   return cpu::avx2_table() != nullptr && __builtin_cpu_supports("avx2") &&
@@ -50,6 +60,7 @@ bool cpu_has_avx2() {
 // Best first.
 std::vector<std::string> available_isas() {
   std::vector<std::string> out;
+  if (cpu_has_avx512bf16()) out.push_back("avx512bf16");
   if (cpu_has_avx512()) out.push_back("avx512");
   if (cpu_has_avx2()) out.push_back("avx2");
   out.push_back("scalar");
@@ -59,20 +70,21 @@ std::vector<std::string> available_isas() {
 const KernelTable* table_for(const std::string& name) {
   const auto avail = available_isas();
   if (name == "auto") return table_for(avail.front());
-  const bool known = name == "avx512" || name == "avx2" || name == "scalar";
+  const bool known = name == "avx512bf16" || name == "avx512" || name == "avx2" || name == "scalar";
   TORCH_CHECK_VALUE(known, "turbogelu: unknown CPU instruction set '", name,
-                    "'; choose auto, avx512, avx2 or scalar (TURBOGELU_CPU_ISA)");
+                    "'; choose auto, avx512bf16, avx512, avx2 or scalar (TURBOGELU_CPU_ISA)");
   bool ok = false;
   for (const auto& a : avail) ok = ok || a == name;
   TORCH_CHECK(ok, "turbogelu: the CPU instruction set '", name,
               "' is not available on this machine (available: ", c10::Join(", ", avail), ")");
+  if (name == "avx512bf16") return cpu::avx512bf16_table();
   if (name == "avx512") return cpu::avx512_table();
   if (name == "avx2") return cpu::avx2_table();
   return &cpu::scalar_table();
 }
 
-// Chosen once from TURBOGELU_CPU_ISA (auto | avx512 | avx2 | scalar); tests switch it with
-// turbogelu::_set_cpu_isa. An unusable value makes every call fail with the reason.
+// Chosen once from TURBOGELU_CPU_ISA (auto | avx512bf16 | avx512 | avx2 | scalar); tests switch it
+// with turbogelu::_set_cpu_isa. An unusable value makes every call fail with the reason.
 std::atomic<const KernelTable*>& isa_slot() {
   static std::atomic<const KernelTable*> slot{nullptr};
   return slot;

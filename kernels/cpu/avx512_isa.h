@@ -1,0 +1,88 @@
+// The AVX-512 (F + BW + VL) vector type and loads/stores shared by kernels_avx512.cpp and
+// kernels_avx512bf16.cpp. Include it after the target pragma and after defining
+// TG_ISA_NAMESPACE, like cpu_kernels.h, so that each file compiles it for its own target
+// under names of its own.
+#pragma once
+
+#include <immintrin.h>
+
+#include "cpu_kernels.h"
+
+namespace turbogelu {
+namespace cpu {
+inline namespace TG_ISA_NAMESPACE {
+namespace {
+
+struct V16 {
+  __m512 v;
+};
+TG_INLINE V16 tg_fma(V16 a, V16 b, V16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+TG_INLINE V16 tg_mul(V16 a, V16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+TG_INLINE __mmask16 tg_gt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ); }
+TG_INLINE __mmask16 tg_lt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ); }
+TG_INLINE V16 tg_select(__mmask16 m, V16 a, V16 b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }
+TG_INLINE V16 tg_tail_select(__mmask16 m, V16 x, V16 other) {
+  return {_mm512_mask_max_ps(other.v, m, x.v, _mm512_set1_ps(-0.0f))};
+}
+TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
+// The cells kernel: max/min with the bound first return x itself when x is NaN; the lookup
+// is one two-table permute, which reads only the low five bits of each index.
+TG_INLINE V16 tg_clamp_below(V16 x, V16 lo) { return {_mm512_max_ps(lo.v, x.v)}; }
+TG_INLINE V16 tg_clamp_above(V16 x, V16 hi) { return {_mm512_min_ps(hi.v, x.v)}; }
+TG_INLINE __m512i tg_cell(V16 xi, const CellTable& t) {
+  return _mm512_castps_si512(
+      _mm512_fmadd_ps(xi.v, _mm512_set1_ps(t.scale), _mm512_set1_ps(t.offset)));
+}
+TG_INLINE V16 tg_lookup(V16, __m512i k, const float* c) {
+  return {_mm512_permutex2var_ps(_mm512_loadu_ps(c), k, _mm512_loadu_ps(c + 16))};
+}
+
+// bfloat16 <-> float32 on 32 values at once. Widening interleaves zeros below each 16-bit
+// value (within 128-bit lanes: elements come out permuted, the same way for every input),
+// narrowing rounds each float to nearest even in integer arithmetic and packs the high
+// halves back (the inverse permutation). Not vcvtneps2bf16: it flushes subnormals to zero.
+// The rounding carries into the sign only for a NaN with low bits set, which cannot occur
+// here: the values come from bfloat16 data (low 16 bits zero; x86 arithmetic keeps an input
+// NaN's payload, and its default NaN 0xFFC00000 has them zero too).
+TG_INLINE __m512i bf16_round_high(__m512 f) {
+  const __m512i u = _mm512_castps_si512(f);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb),
+                           16);
+}
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+struct Avx512Isa {
+  using V = V16;
+  static constexpr int K = 2, B = 32;
+  static void load(const float* p, V (&v)[K]) {
+    v[0] = {_mm512_loadu_ps(p)};
+    v[1] = {_mm512_loadu_ps(p + 16)};
+  }
+  static void store(float* p, const V (&v)[K]) {
+    _mm512_storeu_ps(p, v[0].v);
+    _mm512_storeu_ps(p + 16, v[1].v);
+  }
+  static void load(const f16_t* p, V (&v)[K]) {
+    v[0] = {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+    v[1] = {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)))};
+  }
+  static void store(f16_t* p, const V (&v)[K]) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v[0].v, kRound));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16), _mm512_cvtps_ph(v[1].v, kRound));
+  }
+  static void load(const bf16_t* p, V (&v)[K]) {
+    const __m512i w = _mm512_loadu_si512(p);
+    const __m512i zero = _mm512_setzero_si512();
+    v[0] = {_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, w))};
+    v[1] = {_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, w))};
+  }
+  static void store(bf16_t* p, const V (&v)[K]) {
+    _mm512_storeu_si512(p, _mm512_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
+  }
+};
+
+}  // namespace
+}  // namespace TG_ISA_NAMESPACE
+}  // namespace cpu
+}  // namespace turbogelu

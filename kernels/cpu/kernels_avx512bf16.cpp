@@ -1,0 +1,97 @@
+// AVX-512 kernels with the AVX512-BF16 conversion: the "avx512bf16" instruction set.
+//
+// Only the bfloat16 store differs from kernels_avx512.cpp. There, narrowing 32 float32 values
+// takes ten integer operations (round to nearest even by hand, then pack); here one
+// vcvtne2ps2bf16 does it, plus one permute that restores the element order of the load's
+// interleave. That instruction rounds to nearest even like the integer code, but it treats
+// subnormal inputs as zero and flushes subnormal results: a block that holds a subnormal
+// float32 (one vfpclassps per vector finds them) takes the integer code instead. Both give
+// the same bits for every input (tests/test_replay.py and the exhaustive bfloat16 tests run
+// under every instruction set). float32 and float16 reuse the avx512 table's kernels.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__clang__)
+#pragma clang attribute push(                                                          \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c"))), \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")
+#endif
+
+#define TG_ISA_NAMESPACE avx512bf16
+#include "avx512_isa.h"
+#include "cpu_kernels.h"
+#include "loops.h"
+
+namespace turbogelu {
+namespace cpu {
+inline namespace avx512bf16 {
+namespace {
+
+// Output element e of a block sits in word kOrder[e] of vcvtne2ps2bf16(v[1], v[0]): the
+// load put elements 0-3, 8-11, 16-19, 24-27 in v[0] and 4-7, 12-15, 20-23, 28-31 in v[1],
+// and the conversion writes v[0]'s 16 lanes to words 0-15, v[1]'s to words 16-31.
+alignas(64) constexpr uint16_t kOrder[32] = {0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6,
+                                             7,  20, 21, 22, 23, 8,  9,  10, 11, 24, 25,
+                                             26, 27, 12, 13, 14, 15, 28, 29, 30, 31};
+constexpr int kSubnormal = 0x20;  // vfpclassps category: denormal
+
+struct Avx512Bf16Isa : Avx512Isa {
+  using Avx512Isa::load;
+  using Avx512Isa::store;
+  static void store(bf16_t* p, const V (&v)[K]) {
+    const __mmask16 sub =
+        _mm512_fpclass_ps_mask(v[0].v, kSubnormal) | _mm512_fpclass_ps_mask(v[1].v, kSubnormal);
+    if (__builtin_expect(sub != 0, 0)) {
+      Avx512Isa::store(p, v);
+      return;
+    }
+    const __m512i words = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v[1].v, v[0].v));
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi16(_mm512_load_si512(kOrder), words));
+  }
+};
+
+}  // namespace
+}  // namespace avx512bf16
+
+const KernelTable* avx512bf16_table() {
+  const KernelTable* base = avx512_table();
+  static const KernelTable table = {
+      "avx512bf16",
+      {base->forward[kF32], base->forward[kF16], forward_any<Avx512Bf16Isa, bf16_t>, nullptr},
+      {base->backward[kF32], base->backward[kF16], backward_any<Avx512Bf16Isa, bf16_t>, nullptr},
+      {base->cells_forward[kF32], base->cells_forward[kF16], forward_cells<Avx512Bf16Isa, bf16_t>,
+       nullptr},
+      {base->cells_backward[kF32], base->cells_backward[kF16],
+       backward_cells<Avx512Bf16Isa, bf16_t>, nullptr},
+  };
+  return &table;
+}
+
+}  // namespace cpu
+}  // namespace turbogelu
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64 with GCC/clang: no AVX-512 code in this build
+
+#include "cpu_kernels.h"
+
+namespace turbogelu {
+namespace cpu {
+const KernelTable* avx512bf16_table() { return nullptr; }
+}  // namespace cpu
+}  // namespace turbogelu
+
+#endif
