@@ -58,10 +58,14 @@ def test_rounding_error_is_small(scheme):
 def test_bench_run_methods_times_only_the_asked_rows():
     from turbogelu import bench
 
+    # malloc="default": leave this (pytest) process's glibc settings alone.
     rows = bench.run_methods(
-        ["turbogelu", "turbogelu (Estrin)"], ("forward",), ("float32",), 4096, 2, 2
-    )
+        ["turbogelu", "turbogelu (Estrin)"], ("forward",), ("float32",), 4096, 2, 2,
+        malloc="default",
+    )  # fmt: skip
     assert [r["method"] for r in rows] == ["turbogelu", "turbogelu (Estrin)"]
-    assert all(r["p50_us"] > 0 and r["rounds"] == 2 for r in rows)
+    assert all(r["p50_us"] > 0 and r["rounds"] == 2 and r["malloc"] == "default" for r in rows)
     with pytest.raises(ValueError):
         bench.run_methods(["nope"], size=16, rounds=1, calls=1)
+    with pytest.raises(ValueError, match="malloc must be"):
+        bench.run_methods(["turbogelu"], size=16, rounds=1, calls=1, malloc="fast")

@@ -1451,13 +1451,24 @@ def run_methods(
     rounds: int = 30,
     calls: int = 10,
     threads: int = 1,
+    malloc: str = "steady",
 ) -> list[dict]:
     """``run_protocol`` restricted to some methods (e.g. the two polynomial schemes, "turbogelu"
     and "turbogelu (Estrin)"), timed interleaved as ever, on ``threads`` threads (one by
     default, as ``--quick``: on a shared machine more threads mostly measure the neighbours).
-    The notebooks use it to time a few rows without the whole table."""
+    The notebooks use it to time a few rows without the whole table.
+
+    ``malloc="steady"`` (the default, as the command line's) calls ``steady_malloc`` first, a
+    process-wide setting: without it the same notebook timed the float32 copy at 142 us where
+    the benchmark measures 99 us, and ratios to it came out ~25 % low. Each row records which
+    it was ("malloc": "steady", or "default" where it was not asked for or not glibc)."""
+    if malloc not in ("steady", "default"):
+        raise ValueError(f"malloc must be 'steady' or 'default', not {malloc!r}")
     known = {m for d in directions for m in METHODS[d]}
     if not set(methods) & known:
         raise ValueError(f"no method of {list(methods)} in {sorted(known)}")
+    state = "steady" if malloc == "steady" and steady_malloc() else "default"
     rows = run_protocol(directions, dtypes, size, rounds, calls, threads=threads, methods=methods)
+    for r in rows:
+        r["malloc"] = state
     return bench_report.add_ratios(rows)  # vs_turbogelu: each row's p50 over turbogelu's
