@@ -67,6 +67,34 @@ def test_save_copies_the_run(tmp_path):
     assert compare.compare(run, ref)["missing"] == []
 
 
+def test_full_save_leaves_out_a_quick_runs_files(tmp_path):
+    # make reproduce QUICK=1 in the same results/ leaves mnist_quick_*, bench_quick.* and
+    # sweeps/default_quick/; they are not the full run's.
+    run = _write_run(tmp_path / "results")
+    (run / "mnist_quick_seed.json").write_text("{}")
+    (run / "bench_quick.md").write_text("quick")
+    (run / "sweeps" / "default_quick").mkdir(parents=True)
+    (run / "sweeps" / "default_quick" / "table.md").write_text("quick")
+    (run / "sweeps" / "default").mkdir(parents=True)
+    (run / "sweeps" / "default" / "table.md").write_text("full")
+    ref = tmp_path / "ref"
+    compare.save(run, ref)
+    saved = sorted(str(p.relative_to(ref)) for p in ref.rglob("*") if p.is_file())
+    assert "sweeps/default/table.md" in saved and "01_x.json" in saved
+    assert not [p for p in saved if "quick" in p], saved
+
+
+def test_full_save_keeps_the_last_benchmark_run(tmp_path):
+    run = _write_run(tmp_path / "results")
+    rows = [{"run": "r1", "method": "copy"}, {"run": "r2", "method": "copy"}]
+    rows.append({"run": "r2", "method": "turbogelu"})
+    (run / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ref = tmp_path / "ref"
+    compare.save(run, ref)
+    kept = [json.loads(line) for line in (ref / "bench.jsonl").read_text().splitlines()]
+    assert kept == rows[1:]
+
+
 def test_no_reference_is_said_not_failed(tmp_path, capsys):
     run = _write_run(tmp_path / "r")
     assert compare.main(["--results", str(run), "--reference", str(tmp_path / "none")]) == 0

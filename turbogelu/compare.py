@@ -47,7 +47,6 @@ TOLERANCES: dict[str, tuple[float, float, str]] = {
 # What a reference snapshot holds (small files only).
 SNAPSHOT = (
     "*.json",
-    "bench.jsonl",
     "*.md",
     "*.png",
     "figures/*/*.png",
@@ -190,27 +189,39 @@ def _compared_files(results_dir: Path) -> list[str]:
     return out
 
 
+def _from_quick_mode(path: Path) -> bool:
+    """Whether ``path`` (relative to the results folder) is a quick-mode output
+    (mnist_quick_*, bench_quick.*, sweeps/default_quick/...): a quick run in the same results
+    folder leaves them there, and the full reference must not take them."""
+    return any("_quick" in part for part in path.parts)
+
+
 def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> list[Path]:
-    """Copy a run's small result files into ``reference_dir`` (replacing what was there).
-    ``minimal``: only what the comparison reads, and of bench.jsonl only its last run (the
-    quick reference: its plots would duplicate the full run's)."""
+    """Copy a run's small result files into ``reference_dir`` (replacing what was there), and
+    of bench.jsonl only its last run. ``minimal``: only what the comparison reads (the quick
+    reference: its plots would duplicate the full run's)."""
     if reference_dir.exists():
         shutil.rmtree(reference_dir)
     written = []
+    reference_dir.mkdir(parents=True)
     if minimal:
-        from .bench_report import load
-
-        reference_dir.mkdir(parents=True)
         for name in _compared_files(results_dir):
             shutil.copyfile(results_dir / name, reference_dir / name)
             written.append(reference_dir / name)
-        if (results_dir / "bench.jsonl").is_file():
-            rows = load(results_dir / "bench.jsonl")
-            (reference_dir / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-            written.append(reference_dir / "bench.jsonl")
+    # bench.jsonl collects every benchmark run made in this folder: keep the last one only.
+    if (results_dir / "bench.jsonl").is_file():
+        from .bench_report import load
+
+        rows = load(results_dir / "bench.jsonl")
+        (reference_dir / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        written.append(reference_dir / "bench.jsonl")
     for pattern in () if minimal else SNAPSHOT:
         for src in sorted(results_dir.glob(pattern)):
-            if REFERENCE in src.parents or src.name == "README.md":
+            if (
+                REFERENCE in src.parents
+                or src.name == "README.md"
+                or _from_quick_mode(src.relative_to(results_dir))
+            ):
                 continue
             dst = reference_dir / src.relative_to(results_dir)
             dst.parent.mkdir(parents=True, exist_ok=True)
