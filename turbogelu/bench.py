@@ -1459,9 +1459,11 @@ def run_methods(
     The notebooks use it to time a few rows without the whole table.
 
     ``malloc="steady"`` (the default, as the command line's) calls ``steady_malloc`` first, a
-    process-wide setting: without it the same notebook timed the float32 copy at 142 us where
-    the benchmark measures 99 us, and ratios to it came out ~25 % low. Each row records which
-    it was ("malloc": "steady", or "default" where it was not asked for or not glibc)."""
+    process-wide setting, so that a notebook's timings see the same allocator as the
+    benchmark's. Each row records which it was ("malloc": "steady", or "default" where it was
+    not asked for or not glibc). Ratios to the limit rows also need the benchmark's 100 calls
+    per batch: in batches of 10 the first call's cache misses (its data evicted by the other
+    rows) made the float32 copy 140 us instead of 115 us in one process."""
     if malloc not in ("steady", "default"):
         raise ValueError(f"malloc must be 'steady' or 'default', not {malloc!r}")
     known = {m for d in directions for m in METHODS[d]}
