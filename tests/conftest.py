@@ -1,6 +1,7 @@
 """Shared fixtures and helpers for the turbogelu tests.
 
 * ``isa``: every CPU instruction set this machine can run, switched with ``use_cpu_isa``;
+* ``poly_program``: the polynomial forced on the CPU, whatever the machine's default;
 * ``dtype`` / ``approximate``: the supported dtypes and GELU forms;
 * ``load_spec`` / ``clamp_radius``: the fitted specs in data/specs and their window R;
 * ``assert_same_bits``: bitwise equality that treats any NaN as equal to any NaN;
@@ -87,6 +88,17 @@ def isa(request):
     with tg_ops.use_cpu_isa(request.param):
         assert tg_ops.cpu_isa() == request.param
         yield request.param
+
+
+@pytest.fixture
+def poly_program():
+    """Force the degree-8 polynomial on the CPU (the default is cells on AVX-512, the
+    polynomial elsewhere): for tests of the polynomial's bits, its replay and its bounds,
+    which must hold on every machine whatever its default. The cells program has its own
+    tests (test_cells.py), and test_program.py checks which program runs by default."""
+    with tg_ops.use_cpu_kernel("poly"):
+        assert tg_ops.cpu_kernel() == "poly"
+        yield
 
 
 @pytest.fixture(params=DTYPES, ids=lambda d: str(d).removeprefix("torch."))

@@ -24,6 +24,9 @@ import torch.nn.functional as F
 import turbogelu.ops as tops
 from turbogelu.approx import reference, rounding
 
+# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py).
+pytestmark = pytest.mark.usefixtures("poly_program")
+
 F64 = np.float64
 MODES = ("none", "tanh")
 ISAS = tops.cpu_isas_available()

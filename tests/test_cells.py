@@ -1,6 +1,7 @@
 """The CPU's table-driven program ("cells": a cubic in each of 32 cells; turbogelu/approx/cells.py,
-kernels/include/turbogelu/poly_eval.h's gelu_forward_cells), switched on with
-``turbogelu.ops.use_cpu_kernel("cells")`` or TURBOGELU_CPU_KERNEL=cells.
+kernels/include/turbogelu/poly_eval.h's gelu_forward_cells), the default where the
+CPU has AVX-512 two-table permutes (tests/test_program.py), forced here with
+``turbogelu.ops.use_cpu_kernel("cells")`` (or TURBOGELU_CPU_KERNEL=cells) on every ISA.
 
 * the committed tables are what the fit gives (refit, bit for bit) and what the header holds;
 * every instruction set gives the replay's bits (float32 grid and specials, every 16-bit input);
@@ -302,10 +303,13 @@ def test_autograd_uses_the_cells_backward():
 
 
 def test_switch_names_and_errors():
-    assert OPS._set_cpu_kernel("poly") == "cells"
+    assert OPS._set_cpu_kernel("poly") == "cells"  # the previous setting
     assert tops.cpu_kernel() == "poly"
-    with pytest.raises(ValueError, match="must be 'poly' or 'cells'"):
+    with pytest.raises(ValueError, match="must be 'auto', 'poly' or 'cells'"):
         OPS._set_cpu_kernel("table")
+    with pytest.raises(ValueError, match="expected one of"):
+        with tops.use_cpu_kernel("table"):
+            pass
     assert tops.cpu_kernel() == "poly"
 
 
@@ -324,7 +328,7 @@ def test_environment_variable_picks_the_program():
         "import torch, turbogelu.ops as t; x = torch.linspace(-3, 3, 7); t.gelu(x); "
         "print(t.cpu_kernel())"
     )
-    for value in ("cells", "poly"):
+    for value in ("cells", "poly"):  # "auto" and the default: tests/test_program.py
         r = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
             env=subprocess_env(TURBOGELU_CPU_KERNEL=value), timeout=120,
@@ -336,7 +340,7 @@ def test_environment_variable_picks_the_program():
         env=subprocess_env(TURBOGELU_CPU_KERNEL="fast"), timeout=120,
     )  # fmt: skip
     assert r.returncode != 0
-    assert "must be 'poly' or 'cells'" in r.stderr and "TURBOGELU_CPU_KERNEL" in r.stderr
+    assert "must be 'auto', 'poly' or 'cells'" in r.stderr and "TURBOGELU_CPU_KERNEL" in r.stderr
 
 
 def test_16bit_rounding_helper_matches_torch():

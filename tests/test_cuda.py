@@ -40,6 +40,9 @@ from conftest import (
 import turbogelu
 from turbogelu import _build
 
+# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py).
+pytestmark = pytest.mark.usefixtures("poly_program")
+
 OPS = torch.ops.turbogelu
 OP_NAMES = ("gelu", "gelu.out", "gelu_", "gelu_backward", "gelu_backward.out")
 # TURBOGELU_TEST_DEVICE=cpu runs the GPU tests against the CPU kernels: a dry run that checks

@@ -28,6 +28,9 @@ import turbogelu
 from turbogelu import mps
 from turbogelu.approx import codegen
 
+# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py).
+pytestmark = pytest.mark.usefixtures("poly_program")
+
 OPS = torch.ops.turbogelu
 STUB = ROOT / "tests" / "metal_stub"
 GXX = shutil.which("g++")

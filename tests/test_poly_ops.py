@@ -40,6 +40,7 @@ def test_degrees_compiled():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", ["none", "tanh"])
+@pytest.mark.usefixtures("poly_program")  # the op's polynomial (cells by default on AVX-512)
 def test_shipped_spec_is_bit_identical_to_the_shipped_op(dtype, mode, scheme):
     x = _x(dtype=dtype)
     g = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)

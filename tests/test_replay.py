@@ -16,6 +16,9 @@ import torch
 import turbogelu.ops as tops
 from turbogelu.approx import replay, rounding, spec
 
+# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py).
+pytestmark = pytest.mark.usefixtures("poly_program")
+
 F32 = np.float32
 F64 = np.float64
 MODES = ("none", "tanh")

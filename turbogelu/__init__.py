@@ -19,6 +19,7 @@ _LAZY = {
     "gelu_backward_op": "turbogelu.ops",
     "cpu_isa": "turbogelu.ops",
     "cpu_isas_available": "turbogelu.ops",
+    "cpu_program": "turbogelu.ops",
     "GELU": "turbogelu.modules",
     "replace_gelu": "turbogelu.modules",
 }

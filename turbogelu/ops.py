@@ -195,23 +195,60 @@ def use_cuda_packed(on: bool = True):
         _ops._set_cuda_packed(previous)
 
 
+CPU_KERNELS = ("auto", "poly", "cells")
+
+
 @contextlib.contextmanager
-def use_cpu_kernel(name: str):
-    """Inside the block, the CPU ops run program ``name``: ``"poly"`` (the default: the
-    shipped degree-8 polynomial, the same program as CUDA and Metal) or ``"cells"`` (a cubic
-    in each of 32 cells looked up by permutes, turbogelu/approx/cells.py: about 10x more
-    accurate and fewer operations per element). TURBOGELU_CPU_KERNEL=cells picks it for a
-    process. poly_gelu's run-time coefficients always take the polynomial."""
-    previous = _ops._set_cpu_kernel(name)
+def _switched(setter, name: str, allowed: tuple, what: str):
+    """setter(name) inside the block, the previous setting restored after it; the name is
+    checked first so that nothing is switched on a bad one."""
+    if name not in allowed:
+        raise ValueError(f"turbogelu.{what}: expected one of {allowed}, got {name!r}")
+    previous = setter(name)
     try:
         yield
     finally:
-        _ops._set_cpu_kernel(previous)
+        setter(previous)
+
+
+@contextlib.contextmanager
+def use_cpu_kernel(name: str):
+    """Inside the block, the CPU ops run program ``name``: ``"auto"`` (the default: cells
+    where the CPU has AVX-512 two-table permutes, the polynomial on AVX2 and scalar code),
+    ``"poly"`` (the shipped degree-8 polynomial, the program CUDA and Metal run) or
+    ``"cells"`` (a cubic in each of 32 cells, turbogelu/approx/cells.py: about 10x more
+    accurate). TURBOGELU_CPU_KERNEL=auto|poly|cells sets it for a process.
+    poly_gelu's run-time coefficients always take the polynomial."""
+    with _switched(_ops._set_cpu_kernel, name, CPU_KERNELS, "use_cpu_kernel"):
+        yield
 
 
 def cpu_kernel() -> str:
     """The CPU program the ops run now: 'poly' or 'cells'."""
     return _ops._cpu_kernel()
+
+
+def cpu_program() -> dict:
+    """What the CPU ops run now and why: ``{"program": "cells" | "poly", "isa": ...,
+    "reason": ..., "store": ...}`` (the instruction set as ``cpu_isa()``; the reason says
+    whether the program is this ISA's default or forced, and by what; ``store`` how outputs
+    are written: non-temporal stores above a size taken from the CPU's caches, or forced by
+    TURBOGELU_CPU_STORE / ``use_cpu_store``)."""
+    program, isa, reason, store = _ops._cpu_program()
+    return {"program": program, "isa": isa, "reason": reason, "store": store}
+
+
+CPU_STORES = ("auto", "plain", "stream")
+
+
+@contextlib.contextmanager
+def use_cpu_store(name: str):
+    """Inside the block, CPU outputs are written with ``"plain"`` or ``"stream"``
+    (non-temporal) stores, or as ``"auto"`` (the default) chooses from the bytes and the
+    CPU's caches (kernels/cpu/gelu_ops.cpp). The bits are the same; the benchmark times
+    each. TURBOGELU_CPU_STORE sets it for a process."""
+    with _switched(_ops._set_cpu_store, name, CPU_STORES, "use_cpu_store"):
+        yield
 
 
 @contextlib.contextmanager

@@ -80,6 +80,20 @@ struct Avx512Isa {
   static void store(bf16_t* p, const V (&v)[K]) {
     _mm512_storeu_si512(p, _mm512_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
+  // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
+  // aligned buffer to a 32-byte-aligned destination.
+  static void stream_block(void* dst, const void* src, size_t bytes) {
+    char* d = static_cast<char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    size_t b = 0;
+    if ((reinterpret_cast<uintptr_t>(d) & 63) == 0)
+      for (; b + 64 <= bytes; b += 64)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(d + b), _mm512_load_si512(s + b));
+    for (; b < bytes; b += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + b),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(s + b)));
+  }
+  static void stream_fence() { _mm_sfence(); }
 };
 
 }  // namespace

@@ -24,15 +24,19 @@ struct bf16_t {
 // Element types, in the order of the tables below.
 enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3, kNumDTypes = 4 };
 
-// Return false when the coefficient set's degree has no compiled instantiation.
-using ForwardFn = bool (*)(const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s);
+// Return false when the coefficient set's degree has no compiled instantiation. `stream`
+// asks for non-temporal stores (loops.h; the same bits), honoured where compiled (SIMD
+// instruction sets; the polynomial at the shipped degree, Horner).
+using ForwardFn = bool (*)(const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s,
+                           bool stream);
 using BackwardFn = bool (*)(const void* grad, const void* x, void* out, int64_t n,
-                            const PolyCoeffs& k, Scheme s);
+                            const PolyCoeffs& k, Scheme s, bool stream);
 
 // The "cells" kernel (poly_eval.h's gelu_forward_cells): one fixed program, no degrees.
-using CellsForwardFn = void (*)(const void* x, void* out, int64_t n, const CellTable& t);
+using CellsForwardFn = void (*)(const void* x, void* out, int64_t n, const CellTable& t,
+                                bool stream);
 using CellsBackwardFn = void (*)(const void* grad, const void* x, void* out, int64_t n,
-                                 const CellTable& t);
+                                 const CellTable& t, bool stream);
 
 struct KernelTable {
   const char* name;

@@ -111,6 +111,15 @@ struct Avx2Isa {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                         _mm256_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
+  // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
+  // aligned buffer to a 32-byte-aligned destination.
+  static void stream_block(void* dst, const void* src, size_t bytes) {
+    for (size_t b = 0; b < bytes; b += 32)
+      _mm256_stream_si256(
+          reinterpret_cast<__m256i*>(static_cast<char*>(dst) + b),
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(static_cast<const char*>(src) + b)));
+  }
+  static void stream_fence() { _mm_sfence(); }
 };
 
 }  // namespace

@@ -22,98 +22,161 @@ namespace cpu {
 
 inline namespace TG_ISA_NAMESPACE {
 
-// out[i] = f(x[i]) block by block; f maps one vector of lanes.
-template <class Isa, class T, class F>
-TG_INLINE void map1(const void* xv, void* ov, int64_t n, F f) {
-  const T* x = static_cast<const T*>(xv);
-  T* out = static_cast<T*>(ov);
-  typename Isa::V v[Isa::K];
-  int64_t i = 0;
-  for (; i + Isa::B <= n; i += Isa::B) {
-    Isa::load(x + i, v);
-    for (int j = 0; j < Isa::K; ++j) v[j] = f(v[j]);
-    Isa::store(out + i, v);
+// One block (or the part of one under `bytes`) through a zero-padded buffer: the loops' head
+// and tail, so that every element goes through the same block code.
+template <class Isa, class T, int NIn, class F>
+TG_INLINE void one_block_buffered(const T* const (&in)[NIn], T* out, int64_t count, F f) {
+  const size_t bytes = sizeof(T) * static_cast<size_t>(count);
+  T ib[NIn][Isa::B], ob[Isa::B];
+  typename Isa::V v[NIn][Isa::K];
+  for (int a = 0; a < NIn; ++a) {
+    std::memset(ib[a], 0, sizeof ib[a]);
+    std::memcpy(ib[a], in[a], bytes);
+    Isa::load(ib[a], v[a]);
   }
-  if (i < n) {
-    const size_t bytes = sizeof(T) * static_cast<size_t>(n - i);
-    T xb[Isa::B], ob[Isa::B];
-    std::memset(xb, 0, sizeof xb);
-    std::memcpy(xb, x + i, bytes);
-    Isa::load(xb, v);
-    for (int j = 0; j < Isa::K; ++j) v[j] = f(v[j]);
-    Isa::store(ob, v);
-    std::memcpy(out + i, ob, bytes);
+  for (int j = 0; j < Isa::K; ++j) {
+    if constexpr (NIn == 1) {
+      v[0][j] = f(v[0][j]);
+    } else {
+      v[0][j] = f(v[0][j], v[1][j]);
+    }
   }
+  Isa::store(ob, v[0]);
+  std::memcpy(out, ob, bytes);
 }
 
-// out[i] = f(g[i], x[i]).
-template <class Isa, class T, class F>
-TG_INLINE void map2(const void* gv, const void* xv, void* ov, int64_t n, F f) {
-  const T* g = static_cast<const T*>(gv);
-  const T* x = static_cast<const T*>(xv);
-  T* out = static_cast<T*>(ov);
-  typename Isa::V a[Isa::K], b[Isa::K];
+// Elements before the first 64-byte-aligned output address: the head that a streaming loop
+// writes through the block buffer (non-temporal stores need aligned addresses; starting on a
+// line, consecutive blocks fill whole lines).
+template <class T>
+TG_INLINE int64_t head_elements(const T* out, int64_t n) {
+  const auto mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) & 63);
+  const int64_t h = mis == 0 ? 0 : (64 - mis) / static_cast<int64_t>(sizeof(T));
+  return h < n ? h : n;
+}
+
+// out[i] = f(in[0][i], ..., in[NIn-1][i]) block by block; f maps one vector of lanes of each
+// input. Stream: whole blocks are written with non-temporal stores (Isa::stream_block, from
+// an aligned buffer in L1, then Isa::stream_fence); the bits are those of the plain loop.
+template <class Isa, class T, int NIn, bool Stream, class F>
+TG_INLINE void map_n(const T* const (&in)[NIn], T* out, int64_t n, F f) {
+  typename Isa::V v[NIn][Isa::K];
   int64_t i = 0;
+  if constexpr (Stream) {
+    static_assert(sizeof(T) * Isa::B % 32 == 0, "a streamed block is whole 32-byte stores");
+    const int64_t h = head_elements(out, n);
+    while (i < h) {  // under 64 bytes: one or two blocks (AVX2 16-bit blocks are 32 bytes)
+      const int64_t count = h - i < Isa::B ? h - i : Isa::B;
+      const T* head[NIn];
+      for (int a = 0; a < NIn; ++a) head[a] = in[a] + i;
+      one_block_buffered<Isa, T, NIn>(head, out + i, count, f);
+      i += count;
+    }
+  }
   for (; i + Isa::B <= n; i += Isa::B) {
-    Isa::load(g + i, a);
-    Isa::load(x + i, b);
-    for (int j = 0; j < Isa::K; ++j) a[j] = f(a[j], b[j]);
-    Isa::store(out + i, a);
+    for (int a = 0; a < NIn; ++a) Isa::load(in[a] + i, v[a]);
+    for (int j = 0; j < Isa::K; ++j) {
+      if constexpr (NIn == 1) {
+        v[0][j] = f(v[0][j]);
+      } else {
+        v[0][j] = f(v[0][j], v[1][j]);
+      }
+    }
+    if constexpr (Stream) {
+      alignas(64) T ob[Isa::B];
+      Isa::store(ob, v[0]);
+      Isa::stream_block(out + i, ob, sizeof ob);
+    } else {
+      Isa::store(out + i, v[0]);
+    }
   }
   if (i < n) {
-    const size_t bytes = sizeof(T) * static_cast<size_t>(n - i);
-    T gb[Isa::B], xb[Isa::B], ob[Isa::B];
-    std::memset(gb, 0, sizeof gb);
-    std::memset(xb, 0, sizeof xb);
-    std::memcpy(gb, g + i, bytes);
-    std::memcpy(xb, x + i, bytes);
-    Isa::load(gb, a);
-    Isa::load(xb, b);
-    for (int j = 0; j < Isa::K; ++j) a[j] = f(a[j], b[j]);
-    Isa::store(ob, a);
-    std::memcpy(out + i, ob, bytes);
+    const T* tail[NIn];
+    for (int a = 0; a < NIn; ++a) tail[a] = in[a] + i;
+    one_block_buffered<Isa, T, NIn>(tail, out + i, n - i, f);
   }
+  if constexpr (Stream) Isa::stream_fence();
+}
+
+template <class Isa, class T, bool Stream, class F>
+TG_INLINE void map1(const void* xv, void* ov, int64_t n, F f) {
+  const T* const in[1] = {static_cast<const T*>(xv)};
+  map_n<Isa, T, 1, Stream>(in, static_cast<T*>(ov), n, f);
+}
+
+template <class Isa, class T, bool Stream, class F>
+TG_INLINE void map2(const void* gv, const void* xv, void* ov, int64_t n, F f) {
+  const T* const in[2] = {static_cast<const T*>(gv), static_cast<const T*>(xv)};
+  map_n<Isa, T, 2, Stream>(in, static_cast<T*>(ov), n, f);
 }
 
 // The coefficients are copied to a local first: stores to `out` cannot alias them, so the
 // compiler keeps them (and the cells' tables) in registers across the loop.
-template <class Isa, class T, int N, Scheme S>
+template <class Isa, class T, int N, Scheme S, bool Stream>
 bool forward_loop(const void* x, void* out, int64_t n, const PolyCoeffs& kref) {
   const PolyCoeffs k = kref;
   using V = typename Isa::V;
-  map1<Isa, T>(x, out, n, [&](V v) { return gelu_forward<N, S>(v, k); });
+  map1<Isa, T, Stream>(x, out, n, [&](V v) { return gelu_forward<N, S>(v, k); });
   return true;
 }
 
-template <class Isa, class T, int N, Scheme S>
+template <class Isa, class T, int N, Scheme S, bool Stream>
 bool backward_loop(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& kref) {
   const PolyCoeffs k = kref;
   using V = typename Isa::V;
-  map2<Isa, T>(g, x, out, n, [&](V gv, V xv) { return gelu_backward<N, S>(gv, xv, k); });
+  map2<Isa, T, Stream>(g, x, out, n, [&](V gv, V xv) { return gelu_backward<N, S>(gv, xv, k); });
   return true;
 }
 
+// CanStream<Isa>: the traits have stream_block / stream_fence (the SIMD paths). A request to
+// stream elsewhere takes plain stores: the same bits.
+template <class Isa, class = void>
+struct CanStream {
+  static constexpr bool value = false;
+};
+template <class Isa>
+struct CanStream<Isa, decltype(&Isa::stream_fence, void())> {
+  static constexpr bool value = true;
+};
+
 template <class Isa, class T>
-void forward_cells(const void* x, void* out, int64_t n, const CellTable& tref) {
+void forward_cells(const void* x, void* out, int64_t n, const CellTable& tref, bool stream) {
   const CellTable t = tref;
   using V = typename Isa::V;
-  map1<Isa, T>(x, out, n, [&](V v) { return gelu_forward_cells(v, t); });
+  const auto f = [&](V v) { return gelu_forward_cells(v, t); };
+  if constexpr (CanStream<Isa>::value) {
+    if (stream) return map1<Isa, T, true>(x, out, n, f);
+  }
+  map1<Isa, T, false>(x, out, n, f);
 }
 
 template <class Isa, class T>
-void backward_cells(const void* g, const void* x, void* out, int64_t n, const CellTable& tref) {
+void backward_cells(const void* g, const void* x, void* out, int64_t n, const CellTable& tref,
+                    bool stream) {
   const CellTable t = tref;
   using V = typename Isa::V;
-  map2<Isa, T>(g, x, out, n, [&](V gv, V xv) { return gelu_backward_cells(gv, xv, t); });
+  const auto f = [&](V gv, V xv) { return gelu_backward_cells(gv, xv, t); };
+  if constexpr (CanStream<Isa>::value) {
+    if (stream) return map2<Isa, T, true>(g, x, out, n, f);
+  }
+  map2<Isa, T, false>(g, x, out, n, f);
 }
 
+// Streaming variants are compiled for the shipped degree with Horner's scheme only (each
+// instantiation costs compile time; other degrees and Estrin are the benchmark's).
+constexpr int kStreamDegree = 8;
+
 template <class Isa, class T>
-bool forward_any(const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s) {
+bool forward_any(const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s, bool stream) {
+  if constexpr (CanStream<Isa>::value) {
+    if (stream && k.degree == kStreamDegree && s == Scheme::Horner)
+      return forward_loop<Isa, T, kStreamDegree + 1, Scheme::Horner, true>(x, out, n, k);
+  }
   switch (k.degree) {
-#define TG_CASE(D)                                                                         \
-  case D:                                                                                  \
-    return s == Scheme::Horner ? forward_loop<Isa, T, D + 1, Scheme::Horner>(x, out, n, k) \
-                               : forward_loop<Isa, T, D + 1, Scheme::Estrin>(x, out, n, k);
+#define TG_CASE(D)                                                                                \
+  case D:                                                                                         \
+    return s == Scheme::Horner ? forward_loop<Isa, T, D + 1, Scheme::Horner, false>(x, out, n, k) \
+                               : forward_loop<Isa, T, D + 1, Scheme::Estrin, false>(x, out, n, k);
     TG_KERNEL_DEGREES(TG_CASE)
 #undef TG_CASE
     default:
@@ -122,13 +185,18 @@ bool forward_any(const void* x, void* out, int64_t n, const PolyCoeffs& k, Schem
 }
 
 template <class Isa, class T>
-bool backward_any(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k,
-                  Scheme s) {
+bool backward_any(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s,
+                  bool stream) {
+  if constexpr (CanStream<Isa>::value) {
+    if (stream && k.degree == kStreamDegree && s == Scheme::Horner)
+      return backward_loop<Isa, T, kStreamDegree + 1, Scheme::Horner, true>(g, x, out, n, k);
+  }
   switch (k.degree) {
-#define TG_CASE(D)                                                                             \
-  case D:                                                                                      \
-    return s == Scheme::Horner ? backward_loop<Isa, T, D + 1, Scheme::Horner>(g, x, out, n, k) \
-                               : backward_loop<Isa, T, D + 1, Scheme::Estrin>(g, x, out, n, k);
+#define TG_CASE(D)                                                                    \
+  case D:                                                                             \
+    return s == Scheme::Horner                                                        \
+               ? backward_loop<Isa, T, D + 1, Scheme::Horner, false>(g, x, out, n, k) \
+               : backward_loop<Isa, T, D + 1, Scheme::Estrin, false>(g, x, out, n, k);
     TG_KERNEL_DEGREES(TG_CASE)
 #undef TG_CASE
     default:

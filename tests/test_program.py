@@ -1,0 +1,186 @@
+"""Which CPU program runs by default, and what ``turbogelu.cpu_program()`` says about it.
+
+The default ("auto") is the cells program on the AVX-512 instruction sets (its lookups are one
+two-table permute) and the degree-8 polynomial on AVX2 and scalar code. ``TURBOGELU_CPU_KERNEL``
+and ``turbogelu.ops.use_cpu_kernel`` force either. What each program computes is tested in
+test_ops.py (the polynomial) and test_cells.py (cells); here: the choice, the report of it, and
+that the default computes exactly the bits of the program it names.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ISAS, ROOT, assert_same_bits, subprocess_env
+
+import turbogelu
+import turbogelu.ops as tops
+
+OPS = torch.ops.turbogelu
+CELLS_ISAS = {"avx512bf16", "avx512"}  # two-table permutes (vpermt2ps)
+
+
+def _expected_default(isa: str) -> str:
+    return "cells" if isa in CELLS_ISAS else "poly"
+
+
+def _outputs(x: torch.Tensor, g: torch.Tensor, backward: str) -> tuple[torch.Tensor, ...]:
+    return (
+        OPS.gelu(x),
+        OPS.gelu(x, "tanh"),
+        OPS.gelu_backward(g, x, "none", backward),
+        OPS.gelu_backward(g, x, "tanh", backward),
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_default_is_cells_on_avx512_and_poly_elsewhere(isa, dtype):
+    gen = torch.Generator().manual_seed(3)
+    x = (torch.randn(5000, generator=gen) * 3).to(dtype)
+    g = torch.randn(5000, generator=gen).to(dtype)
+    with tops.use_cpu_kernel("auto"):
+        program = turbogelu.cpu_program()
+        assert program["isa"] == isa == turbogelu.cpu_isa()
+        assert program["program"] == tops.cpu_kernel() == _expected_default(isa)
+        assert program["reason"].startswith(f"default on {isa}")
+        default = {b: _outputs(x, g, b) for b in ("direct", "matched")}
+    with tops.use_cpu_kernel(_expected_default(isa)):
+        for b, outs in default.items():
+            for got, want in zip(outs, _outputs(x, g, b), strict=True):
+                assert_same_bits(got, want, f"{isa} {b}")
+    other = "poly" if _expected_default(isa) == "cells" else "cells"
+    with tops.use_cpu_kernel(other):  # and the two programs differ, so the test can fail
+        assert not torch.equal(OPS.gelu(x), default["direct"][0])
+
+
+def test_forced_program_is_reported_and_the_setting_restored():
+    before = OPS._set_cpu_kernel("auto")
+    try:
+        for name in ("poly", "cells"):
+            with tops.use_cpu_kernel(name):
+                p = turbogelu.cpu_program()
+                assert p.pop("store").startswith("auto: streaming above")
+                assert p == {
+                    "program": name,
+                    "isa": turbogelu.cpu_isa(),
+                    "reason": f"forced by use_cpu_kernel('{name}')",
+                }
+            # restored to "auto", so the program follows the instruction set again
+            assert OPS._set_cpu_kernel("auto") == "auto"
+            assert tops.cpu_kernel() == _expected_default(turbogelu.cpu_isa())
+    finally:
+        OPS._set_cpu_kernel(before)
+
+
+def test_default_follows_an_isa_switch():
+    with tops.use_cpu_kernel("auto"):
+        for isa in ISAS:
+            with tops.use_cpu_isa(isa):
+                assert tops.cpu_kernel() == _expected_default(isa)
+
+
+def _child(**env: str) -> subprocess.CompletedProcess:
+    code = (
+        "import json, torch, turbogelu; turbogelu.gelu(torch.ones(3)); "
+        "print(json.dumps(turbogelu.cpu_program()))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=subprocess_env(**env),
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("setting", ["", "auto", "poly", "cells"])
+def test_environment_variable(setting):
+    r = _child(TURBOGELU_CPU_KERNEL=setting)
+    assert r.returncode == 0, r.stderr
+    p = json.loads(r.stdout)
+    best = ISAS[0]  # a fresh process picks the best instruction set
+    assert p["isa"] == best
+    if setting in ("", "auto"):
+        assert p["program"] == _expected_default(best)
+        assert p["reason"].startswith(f"default on {best}")
+    else:
+        p.pop("store")
+        assert p == {
+            "program": setting,
+            "isa": best,
+            "reason": f"forced by TURBOGELU_CPU_KERNEL={setting}",
+        }
+
+
+def test_environment_isa_without_avx512_defaults_to_the_polynomial():
+    if "avx2" not in ISAS:
+        pytest.skip("no AVX2 on this CPU")
+    r = _child(TURBOGELU_CPU_ISA="avx2")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["program"] == "poly"
+
+
+
+# ---------------------------------------------------------------- stores: plain or streaming
+
+
+@pytest.mark.parametrize("program", ["poly", "cells"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_streaming_stores_give_the_plain_bits(isa, program, dtype):
+    """Non-temporal stores align each chunk's output to a cache line first (a head through
+    the block buffer) and write whole blocks: every offset of the output in a line, sizes
+    around the blocks, and a call split over two threads give the bits of plain stores."""
+    gen = torch.Generator().manual_seed(11)
+    base = (torch.randn(70_000, generator=gen) * 3).to(dtype)
+    gbase = torch.randn(70_000, generator=gen).to(dtype)
+    base[:64:7] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40,
+                                -1e-40, 4.389, -4.389, 100.0]).to(dtype)  # fmt: skip
+    with tops.use_cpu_kernel(program):
+        for offset in range(0, 64 // base.element_size() + 1, 3):
+            for n in (1, 17, 33, 100, 1000, 40_000):
+                x, g = base[offset : offset + n], gbase[offset : offset + n]
+                out = {}
+                for store in ("plain", "stream"):
+                    with tops.use_cpu_store(store):
+                        o = torch.empty(n + offset, dtype=dtype)[offset:]  # misaligned output
+                        OPS.gelu.out(x, out=o)
+                        ob = torch.empty(n + offset, dtype=dtype)[offset:]
+                        OPS.gelu_backward.out(g, x, out=ob)
+                        out[store] = (o, ob)
+                for a, b in zip(out["plain"], out["stream"], strict=True):
+                    assert_same_bits(a, b, f"{isa} {program} offset {offset} n {n}")
+        prev = torch.get_num_threads()
+        try:
+            torch.set_num_threads(2)  # two chunks of a call, each aligned on its own
+            with tops.use_cpu_store("stream"):
+                two = OPS.gelu(base)
+            with tops.use_cpu_store("plain"):
+                assert_same_bits(two, OPS.gelu(base))
+        finally:
+            torch.set_num_threads(prev)
+
+
+def test_store_switch_names_and_errors():
+    assert OPS._set_cpu_store("stream") == "auto"
+    assert turbogelu.cpu_program()["store"] == "stream (forced)"
+    assert OPS._set_cpu_store("auto") == "stream"
+    with pytest.raises(ValueError, match="must be 'auto', 'plain' or 'stream'"):
+        OPS._set_cpu_store("nt")
+    with pytest.raises(ValueError, match="expected one of"):
+        with tops.use_cpu_store("nt"):
+            pass
+    assert OPS._set_cpu_store("auto") == "auto"
+
+
+def test_store_environment_variable():
+    r = _child(TURBOGELU_CPU_STORE="plain")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["store"] == "plain (forced)"
+    r = _child(TURBOGELU_CPU_STORE="fast")
+    assert r.returncode != 0
+    assert "must be 'auto', 'plain' or 'stream'" in r.stderr and "TURBOGELU_CPU_STORE" in r.stderr
