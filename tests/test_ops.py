@@ -18,7 +18,6 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from conftest import (
     APPROXIMATES,
     BACKWARDS,
@@ -38,6 +37,9 @@ import turbogelu
 from turbogelu import ops as tg_ops
 from turbogelu.approx import reference, replay
 from turbogelu.approx import spec as spec_mod
+
+# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py).
+pytestmark = pytest.mark.usefixtures("poly_program")
 
 OPS = torch.ops.turbogelu
 AWKWARD_SIZES = [1, 9, 15, 16, 17, 41, 341, 4231]
@@ -751,39 +753,40 @@ def test_subnormal_inputs(isa, dtype, approximate):
     assert (d.double() - 0.5).abs().max().item() <= 1e-6  # GELU'(0) = 1/2
 
 
-def test_torch_gelu_on_infinities_is_documented():
-    """What PyTorch's own CPU F.gelu returns for +-inf today (a 64-element tensor, i.e. its
-    vectorized path on this build; see the asserted table): -inf gives NaN everywhere and +inf
-    gives NaN for approximate='none' in float32 and bfloat16. turbogelu gives +inf and -0.0.
-    When this test fails, PyTorch changed: update the table (and any docs that quote it)."""
-    nan = "nan"
-    expected = {  # (dtype, approximate): (F.gelu(+inf), F.gelu(-inf))
-        (torch.float32, "none"): (nan, nan),
-        (torch.float32, "tanh"): (math.inf, nan),
-        (torch.float64, "none"): (math.inf, nan),
-        (torch.float64, "tanh"): (math.inf, nan),
-        (torch.float16, "none"): (math.inf, nan),
-        (torch.float16, "tanh"): (math.inf, nan),
-        (torch.bfloat16, "none"): (nan, nan),
-        (torch.bfloat16, "tanh"): (math.inf, nan),
-    }
-
-    def summary(t):
-        vals = {"nan" if math.isnan(v) else v for v in t.tolist()}
-        assert len(vals) == 1, vals
-        return vals.pop()
-
-    got = {}
+def test_infinities_whatever_pytorch_returns():
+    """gelu(+inf) = +inf and gelu(-inf) = -0.0 in every dtype and form, on the vectorized path
+    (64 elements) and alone; the derivative is 1 and 0. PyTorch's own CPU F.gelu on +-inf
+    depends on the CPU and build (float16 +inf gives inf on an AMD Zen 4, NaN on a Sapphire
+    Rapids Xeon): notebook 04 records it per machine; no test asserts it."""
     for dtype in DTYPES:
         for ap in APPROXIMATES:
-            inf = torch.full((64,), math.inf, dtype=dtype)
-            pos, neg = F.gelu(inf, approximate=ap), F.gelu(-inf, approximate=ap)
-            got[(dtype, ap)] = (summary(pos), summary(neg))
-            ours_pos, ours_neg = OPS.gelu(inf, ap), OPS.gelu(-inf, ap)
-            assert (ours_pos == math.inf).all()
-            assert (ours_neg == 0).all() and torch.signbit(ours_neg).all()
-    cap = torch.backends.cpu.get_cpu_capability()
-    assert got == expected, f"F.gelu on +-inf changed (torch {torch.__version__}, {cap})"
+            for n in (1, 64):
+                inf = torch.full((n,), math.inf, dtype=dtype)
+                ours_pos, ours_neg = OPS.gelu(inf, ap), OPS.gelu(-inf, ap)
+                assert (ours_pos == math.inf).all(), (dtype, ap, n)
+                assert (ours_neg == 0).all() and torch.signbit(ours_neg).all(), (dtype, ap, n)
+                one = torch.ones_like(inf)
+                assert (OPS.gelu_backward(one, inf, ap) == 1).all(), (dtype, ap, n)
+                assert (OPS.gelu_backward(one, -inf, ap) == 0).all(), (dtype, ap, n)
+
+
+def test_op_tests_pass_where_pytorch_gives_nan_at_infinity():
+    """The op and module tests, run again with PyTorch's float16 F.gelu made to return NaN at
+    +-inf (as it does on a Sapphire Rapids Xeon; tests/nan_gelu_at_inf.py): nothing here may
+    lean on what PyTorch returns there. The opcheck samples (which never call F.gelu) are
+    left out for time."""
+    tests = ROOT / "tests"
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "nan_gelu_at_inf", "-p",
+         "no:cacheprovider", "tests/test_ops.py", "tests/test_module.py", "-k",
+         "not pytorch_gives_nan and not opcheck"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        env=subprocess_env(PYTHONPATH=str(tests)),
+    )  # fmt: skip
+    tail = r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.returncode == 0, tail
+    assert "F.gelu imitates NaN at +-inf in float16" in r.stdout, tail
+    assert " passed" in r.stdout and " failed" not in r.stdout, tail
 
 
 # ------------------------------------------------------------------ determinism

@@ -3,8 +3,9 @@
 * the committed specs (data/specs/packed/) are what the lab fits today, and gelu_coeffs.h
   holds them (``codegen --check``, tests/test_fit.py);
 * the bound of issue 5: over every finite bfloat16 input, the lab's replay of the packed
-  bfloat16 arithmetic is within 2x PyTorch's own max |error| in bfloat16 (F.gelu forward,
-  aten.gelu_backward with grad 1 backward; where PyTorch's result is finite);
+  bfloat16 arithmetic is within 2x the max |error| of the exact function rounded to bfloat16
+  (the best any bfloat16 result can do; PyTorch's F.gelu / aten.gelu_backward met it exactly
+  when measured, but what PyTorch returns depends on the CPU, so it is printed, not asserted);
 * the switch: ``_set_cuda_packed`` toggles and leaves the CPU kernels alone.
 
 That the GPU computes exactly the replayed bits is tests/test_cuda.py's (on a GPU).
@@ -18,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from turbogelu import ops as tg_ops
-from turbogelu.approx import codegen, packed
+from turbogelu.approx import codegen, packed, rounding
 
 KEYS = [(m, d) for m in packed.MODES for d in packed.DIRECTIONS]
 IDS = [f"{m}-{d}" for m, d in KEYS]
@@ -41,12 +42,23 @@ def _torch_max_error(mode: str, direction: str) -> float:
     return float(np.max(np.abs(theirs - exact)[ok]))
 
 
+def _rounded_max_error(mode: str, direction: str) -> float:
+    """max |round_bf16(f(x)) - f(x)| over every finite bfloat16 x: what a correctly rounded
+    bfloat16 result is off by (machine independent)."""
+    exact = packed.exact(packed.finite_inputs(), mode, direction)
+    rounded = rounding.round_to(exact, "bfloat16")
+    ok = np.isfinite(rounded)
+    return float(np.max(np.abs(rounded - exact)[ok]))
+
+
 @pytest.mark.parametrize(("mode", "direction"), KEYS, ids=IDS)
-def test_packed_error_within_twice_pytorchs(mode, direction):
+def test_packed_error_within_twice_a_correctly_rounded_result(mode, direction):
     ps = packed.load(mode, direction)
     ours = packed.exhaustive_error(ps, mode, direction)
-    theirs = _torch_max_error(mode, direction)
-    assert ours <= 2 * theirs, f"{ours:.4g} > 2 x {theirs:.4g}"
+    bound = _rounded_max_error(mode, direction)
+    print(f"\n{mode} {direction}: packed {ours:.4g}, rounded {bound:.4g}, "
+          f"PyTorch on this CPU {_torch_max_error(mode, direction):.4g}")  # fmt: skip
+    assert ours <= 2 * bound, f"{ours:.4g} > 2 x {bound:.4g}"
     assert ours == pytest.approx(ps.meta["exhaustive_max_abs_error_bf16_replay"], rel=1e-12)
 
 
