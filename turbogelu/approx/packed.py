@@ -4,14 +4,14 @@ kernels' program two lanes at a time in ``__nv_bfloat162`` arithmetic (issue 5).
     forward   x * fma(x, P(z), 1/2),  backward  fma(x, Q(z), 1/2),  z = fma(x*x, 2/R^2, -1),
     every operation rounded to bfloat16 (fused multiply-adds), the window y <= fl(R*R).
 
-Bound (issue 5): max |error| over every finite bfloat16 input <= 2x PyTorch's own max |error|
-in bfloat16, which equals the error of the exact function correctly rounded to bfloat16 (the
-tests use that, machine-independent, form). ``experiments/packed_half`` measured which
-degrees and clamps meet it (float16 cannot, with this program); ``FITS`` takes the fewest
-terms that do. Each spec is fitted by the lab (``family_fit.fit_polyspec``, remez + neighbour search, coefficients in bfloat16), stored
-as PolySpec JSON under ``data/specs/packed/``, and generated into gelu_coeffs.h by
-``python -m turbogelu codegen``. Exhaustive errors: ``exhaustive_error``, the lab's replay of
-packed bfloat16 arithmetic (``polyspec.replay(precision="target")``).
+Bound (issue 5): max |error| over every finite bfloat16 input <= 2x PyTorch's own max |error| in
+bfloat16, which equals the error of the exact function correctly rounded to bfloat16 (the tests
+use that, machine-independent, form). ``experiments/packed_half`` measured which degrees and
+clamps meet it (float16 cannot, with this program); ``FITS`` takes the fewest terms that do.
+Each spec is fitted by the lab (``family_fit.fit_polyspec``, remez + neighbour search,
+coefficients in bfloat16), stored as PolySpec JSON under ``data/specs/packed/``, and generated
+into gelu_coeffs.h by ``python -m turbogelu codegen``. Exhaustive errors: ``exhaustive_error``,
+the lab's replay of packed bfloat16 arithmetic (``polyspec.replay(precision="target")``).
 
     python -m turbogelu.approx.packed            # refit and write the specs
     python -m turbogelu.approx.packed --check    # refit and compare with the committed ones
