@@ -125,7 +125,6 @@ def test_environment_isa_without_avx512_defaults_to_the_polynomial():
     assert json.loads(r.stdout)["program"] == "poly"
 
 
-
 # ---------------------------------------------------------------- stores: plain or streaming
 
 
