@@ -130,8 +130,20 @@ def _sweep_front(results: _Results) -> str:
     return "\n".join(lines)
 
 
+def _bench_targets(results: _Results) -> str:
+    """The speed targets evaluated from the benchmark's run (results/bench_targets.json,
+    written by ``python -m turbogelu bench``)."""
+    from . import bench_targets
+
+    return bench_targets.render(results["bench_targets"]._data, heading=False)
+
+
 # Generated tables: name -> function of the results namespace, returning Markdown.
-TABLES: dict[str, Callable[[_Results], str]] = {"table2": _table2, "sweep_front": _sweep_front}
+TABLES: dict[str, Callable[[_Results], str]] = {
+    "table2": _table2,
+    "sweep_front": _sweep_front,
+    "bench_targets": _bench_targets,
+}
 
 
 @dataclass
