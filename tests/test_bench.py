@@ -446,6 +446,15 @@ def test_targets_json_cli_and_paper_table(tmp_path):
     assert json.loads(path.read_text())["protocol"][0]["met"] is True
     table = paper.TABLES["bench_targets"](paper._Results(tmp_path))
     assert "| forward | float32 | not recorded | 250 |" in table and "## Targets" not in table
+    # a results folder of an older benchmark: the table from its bench.jsonl, else an error
+    older = tmp_path / "older"
+    older.mkdir()
+    with pytest.raises(paper.Missing, match="bench_targets.json"):
+        paper.TABLES["bench_targets"](paper._Results(older))
+    bench.write_jsonl(older / "bench.jsonl", rows, {})
+    assert "| forward | float32 | not recorded | 250 |" in paper.TABLES["bench_targets"](
+        paper._Results(older)
+    )
     bench.write_jsonl(tmp_path / "b.jsonl", rows, {})
     r = subprocess.run(
         [sys.executable, "-m", "turbogelu.bench_targets", str(tmp_path / "b.jsonl")],
