@@ -1462,7 +1462,8 @@ def add_arguments(p) -> None:
         default=None,
         help="after the protocol, time each baseline row (torch, torch.compile, limits) alone"
         f" in a fresh process and flag it when its median is more than"
-        f" {100 * ALONE_TOLERANCE:.0f}%% off (default: on; --quick: off)",
+        f" {100 * ALONE_TOLERANCE:.0f}%% off (default: on; --quick: off). Costs a Python and"
+        " torch start per row (42 rows in a full run; about 3 min on a 2-vCPU machine)",
     )
     p.add_argument(
         "--alone-rounds",
@@ -1637,7 +1638,7 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                     args.size,
                     args.alone_rounds,
                     calls,
-                    progress=progress,
+                    progress=True,  # a line per row even with --no-progress: minutes long
                     flush=bool(args.flush),
                     isa=args.isa,
                     malloc=malloc,
