@@ -431,13 +431,18 @@ def plot_degrees(src, out: str | Path | None = None):
     """Median us per call against the operation count of P's degree, Horner and Estrin,
     forward and backward, with the limit and the shipped op drawn (the op's polynomial: the
     same kernel as the degree-8 Horner point, with the shipped coefficients; and the
-    default program where it is another one). Degree labels: Horner's above its points,
-    Estrin's below."""
+    default program where it is another one). Degree labels: Horner's above and left of its
+    points, Estrin's below and right."""
     rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "degree"]
     fig, axes = _figure(10.0, 4.8, 2)
     for ax, d in zip(axes, DIRECTIONS, strict=True):
         sub = [r for r in rows if r["direction"] == d]
-        for scheme, marker, dy, va in (("horner", "o", 5, "bottom"), ("estrin", "s", -5, "top")):
+        # Horner's labels up and left of their points, Estrin's down and right: where the
+        # two curves meet (same operation count, close times) the labels stay apart
+        for scheme, marker, (dx, dy, ha, va) in (
+            ("horner", "o", (-3, 3, "right", "bottom")),
+            ("estrin", "s", (3, -3, "left", "top")),
+        ):
             pts = sorted(
                 (r["op_count"], r["p50_us"], r["degree"])
                 for r in sub
@@ -448,8 +453,8 @@ def plot_degrees(src, out: str | Path | None = None):
                 line = ax.plot(xs, ys, "-", marker=marker, label=f"poly_gelu, {scheme}")
                 for x, y, deg in pts:
                     ax.annotate(
-                        str(deg), (x, y), fontsize=6, xytext=(0, dy), textcoords="offset points",
-                        ha="center", va=va, color=line[0].get_color(),
+                        str(deg), (x, y), fontsize=6, xytext=(dx, dy), textcoords="offset points",
+                        ha=ha, va=va, color=line[0].get_color(),
                     )  # fmt: skip
         lims = [r["limit_us"] for r in sub if r.get("limit_us")]
         if lims:
