@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from turbogelu import bench, bench_report
+from turbogelu import bench, bench_report, bench_targets, paper
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE, ROUNDS, CALLS = 4096, 3, 2
@@ -108,6 +108,15 @@ def test_protocol_records_and_table():
                 if "compile" not in m:
                     assert (d, t, m) in got, (d, t, m)
     assert not skipped_keys
+    default = bench.cpu_program()
+    assert default in ("poly", "cells")
+    programs = {"turbogelu": default, "turbogelu (poly)": "poly", "turbogelu (cells)": "cells"}
+    programs["turbogelu (Estrin)"] = "poly"  # Estrin is a scheme of the polynomial
+    for r in recs:
+        if r["provider"] == "turbogelu":
+            assert r["program"] == programs[r["method"]], r
+            scheme = "estrin" if "Estrin" in r["method"] else "horner"
+            assert r["scheme"] == (scheme if r["program"] == "poly" else None), r
     recs = bench_report.add_ratios(recs)
     for r in recs:
         for key in ("p50_us", "p5_us", "p95_us", "vs_turbogelu", "per_limit", "limit_us"):
@@ -134,11 +143,95 @@ def test_protocol_records_and_table():
     assert "speedup vs turbo" in bench_report.protocol_notes(recs)
 
 
+@pytest.mark.parametrize("program", ["poly", "cells"])
+def test_the_turbogelu_row_is_the_default_program(program):
+    # Whatever the build's default, the row named "turbogelu" records the program the switch
+    # holds (and runs it: its context leaves the switch alone); the forced rows keep theirs.
+    tg = torch.ops.turbogelu
+    previous = tg._set_cpu_kernel(program)
+    try:
+        variants = bench.make_variants(
+            "forward", "float32", SIZE, methods=["turbogelu", "turbogelu (poly)"]
+        )
+        by = {v.labels["method"]: v for v in variants}
+        assert by["turbogelu"].labels["program"] == program
+        assert by["turbogelu (poly)"].labels["program"] == "poly"
+        tg._set_cpu_kernel("cells" if program == "poly" else "poly")
+        with by["turbogelu (poly)"].context():
+            assert tg._cpu_kernel() == "poly"
+    finally:
+        tg._set_cpu_kernel(previous)
+    assert bench.cpu_program() == previous
+
+
 def test_make_variants_rejects_unknown_direction_and_method():
     with pytest.raises(ValueError):
         bench.make_variants("sideways", "float32", SIZE)
     with pytest.raises(ValueError):
         bench.make_variants("forward", "float32", SIZE, methods=["limit: mul"])
+
+
+def test_flag_baseline_within_and_beyond_the_tolerance():
+    row = {"method": "torch exact", "provider": "torch", "p50_us": 110.0}
+    assert not bench.flag_baseline(row, 100.1)["baseline_suspect"]  # 9.9% off: within
+    assert bench.flag_baseline(row, 99.9)["baseline_suspect"]  # 10.1% off: beyond
+    assert not bench.flag_baseline(row, 105.0)["baseline_suspect"]
+    inflated = bench.flag_baseline(row, 90.0)  # 22% slower interleaved
+    assert inflated["baseline_suspect"] and inflated["alone_p50_us"] == 90.0
+    assert inflated["alone_ratio"] == pytest.approx(110 / 90)
+    assert bench.flag_baseline(row, 125.0)["baseline_suspect"]  # faster interleaved: also
+    assert not bench.flag_baseline(row, 125.0, tolerance=0.2)["baseline_suspect"]
+    assert "alone_p50_us" not in row  # a copy
+    with pytest.raises(ValueError, match="positive"):
+        bench.flag_baseline(row, 0.0)
+
+
+def test_check_alone_flags_only_baseline_rows(monkeypatch):
+    rows = [
+        {"direction": "backward", "dtype": "bfloat16", "method": m, "provider": p, "p50_us": t}
+        for m, p, t in (
+            ("turbogelu", "turbogelu", 300.0),
+            ("torch exact", "torch", 2377.0),  # the committed reference's inflated row
+            ("torch.compile exact", "torch.compile", 1345.0),
+            ("limit: mul", "limit", 184.0),
+            ("limit: stream read2", "limit", 81.0),
+        )
+    ]
+    alone = {"torch exact": 800.0, "torch.compile exact": 1300.0, "limit: mul": 185.0}
+    specs = []
+
+    def fake_run_alone(spec, timeout=600.0):
+        specs.append(spec)
+        if spec["method"] in alone:
+            return {"p50_us": alone[spec["method"]], "rounds": spec["rounds"]}
+        return {"error": "exit 1: boom"}
+
+    monkeypatch.setattr(bench, "run_alone", fake_run_alone)
+    out = bench.check_alone(rows, 1 << 20, 7, 100, isa="avx2", flush=True)
+    by = {r["method"]: r for r in out}
+    assert [s["method"] for s in specs] == [r["method"] for r in rows[1:]]
+    assert specs[0] | {"size": 1 << 20, "rounds": 7, "calls": 100, "isa": "avx2"} == specs[0]
+    assert specs[0]["flush"] is True and specs[0]["malloc"] == "steady"
+    assert "alone_p50_us" not in by["turbogelu"] and "baseline_suspect" not in by["turbogelu"]
+    assert by["torch exact"]["baseline_suspect"] is True
+    assert by["torch.compile exact"]["baseline_suspect"] is False
+    assert by["limit: mul"]["baseline_suspect"] is False
+    assert by["limit: stream read2"]["alone_error"] == "exit 1: boom"
+    assert "baseline_suspect" not in by["limit: stream read2"]
+    summary = bench_report.alone_summary(out)
+    assert "3 checked" in summary and "torch exact 2377 us interleaved vs 800.0 us alone" in summary
+    assert "check failed for: backward bfloat16 limit: stream read2" in summary
+
+
+def test_time_alone_and_its_errors(capsys):
+    # the child's side, in this process (the subprocess itself: test_cli_alone_check)
+    recs = bench.run_protocol(("forward",), ("float32",), SIZE, 2, CALLS, methods=["limit: copy"])
+    spec = bench.alone_spec(recs[0], SIZE, 2, CALLS)
+    assert spec["size"] == SIZE and spec["method"] == "limit: copy" and spec["threads"] == 1
+    res = bench.time_alone(spec)
+    assert _positive_finite(res["p50_us"]) and res["rounds"] == 2 and res["calls"] == CALLS
+    assert bench._alone_main(json.dumps(spec | {"method": "no such method"})) == 1
+    assert "unknown method" in json.loads(capsys.readouterr().out.splitlines()[-1])["error"]
 
 
 def test_sweep_rows_and_memory_skip():
@@ -154,7 +247,44 @@ def test_sweep_rows_and_memory_skip():
     recs = bench_report.add_ratios(recs)
     assert all(_positive_finite(r["per_limit"]) for r in recs)
     table = bench_report.sweep_table(recs)
-    assert "| forward | 4K | 1 | inplace |" in table and "| backward | 8K | 2 | out |" in table
+    assert "| forward | 4K | float32 | 1 | inplace |" in table
+    assert "| backward | 8K | float32 | 2 | out |" in table
+
+
+def test_sweep_adds_16bit_out_rows_at_the_dram_sizes():
+    skipped = []
+    recs = bench.run_sweep(
+        (4096, 8192), (1,), ("forward", "backward"), ROUNDS, CALLS,
+        out_dtypes=("float16", "bfloat16"), out_sizes=(8192,), skipped=skipped,
+    )  # fmt: skip
+    assert not skipped
+    wide = {(r["dtype"], r["size"], r["direction"], r["method"], r["out_mode"]) for r in recs}
+    for dt in ("float16", "bfloat16"):
+        assert {w[1:] for w in wide if w[0] == dt} == {
+            (8192, "forward", "turbogelu", "out"),
+            (8192, "forward", "limit: copy", "out"),
+            (8192, "backward", "turbogelu", "out"),
+            (8192, "backward", "limit: mul", "out"),
+        }
+    recs = bench_report.add_ratios(recs)
+    for r in recs:
+        if r["dtype"] != "float32":
+            assert _positive_finite(r["per_limit"])  # against its own dtype's limit row
+        if r["method"] == "turbogelu":
+            assert r["program"] == bench.cpu_program()
+    table = bench_report.sweep_table(recs)
+    assert "| forward | 8K | bfloat16 | 1 | out |" in table
+    assert "| backward | 8K | float16 | 1 | out |" in table and "| 4K | float16 |" not in table
+    # the 16-bit rows are left out when only float32 fits, and the output says so
+    f32 = bench.sweep_bytes(8192)
+    budget_gib = (f32 + bench.sweep_bytes(8192, 2, only_out=True)) / (1 << 30)
+    skipped = []
+    recs = bench.run_sweep(
+        (8192,), (1,), ("forward",), 2, 1, out_dtypes=("float16", "bfloat16"),
+        out_sizes=(8192,), max_memory=budget_gib, skipped=skipped,
+    )  # fmt: skip
+    assert {r["dtype"] for r in recs} == {"float32", "float16"}
+    assert [(s["dtype"], s["size"]) for s, _ in skipped] == [("bfloat16", 8192)]
 
 
 def test_inplace_refills_the_buffer_before_each_batch():
@@ -184,7 +314,213 @@ def test_degree_rows():
         if r["direction"] == "forward" and r["scheme"] == "horner"
     }
     assert fwd[2] < fwd[8] < fwd[12]
-    assert "| forward | 12 |" in bench_report.degree_table(recs)
+    # the shipped op beside them: its polynomial, called the same way (below autograd)
+    shipped = {(r["direction"], r["method"]): r for r in recs if r["method"].startswith("turbo")}
+    for d in ("forward", "backward"):
+        r = shipped[(d, "turbogelu (poly)")]
+        assert r["program"] == "poly" and r["degree"] == 8 and r["autograd"] is False
+        assert ((d, "turbogelu") in shipped) == (bench.cpu_program() != "poly")
+    assert all(r["autograd"] is False for r in recs)
+    table = bench_report.degree_table(recs)
+    assert "| forward | 12 |" in table
+    assert "| forward | shipped op, poly program (degree 8, Horner) |" in table
+
+
+def test_degree_part_times_the_default_program_where_it_is_not_the_polynomial():
+    tg = torch.ops.turbogelu
+    previous = tg._set_cpu_kernel("cells")
+    try:
+        variants = bench.degree_variants(SIZE, degrees=(8,))
+    finally:
+        tg._set_cpu_kernel(previous)
+    by = {v.labels["method"]: v for v in variants if v.labels["direction"] == "forward"}
+    assert by["turbogelu"].labels["program"] == "cells"
+    assert by["turbogelu"].labels["degree"] is None
+    with by["turbogelu"].context():
+        assert tg._cpu_kernel() == "cells"
+        assert not tg.gelu(torch.ones(4, requires_grad=True)).requires_grad  # below autograd
+    with by["turbogelu (poly)"].context():
+        assert tg._cpu_kernel() == "poly"
+
+
+def _proto(direction, dtype, times, size=bench_targets.PROTOCOL_SIZE, **extra):
+    """Synthetic protocol rows of one group: method -> p50 (us)."""
+    return [
+        {
+            "bench": "protocol", "direction": direction, "dtype": dtype, "method": m,
+            "provider": bench._provider(m), "p50_us": t, "size": size, "threads": 1,
+            "device": "cpu", "rounds": 50, "run": "r", **extra.get(m, {}),
+        }
+        for m, t in times.items()
+    ]  # fmt: skip
+
+
+def _dram(direction, dtype, threads, tg, lim, rounds=20):
+    limit = "limit: copy" if direction == "forward" else "limit: mul"
+    return [
+        {
+            "bench": "sweep", "direction": direction, "dtype": dtype, "method": m,
+            "provider": bench._provider(m), "p50_us": t, "size": 1 << 26, "threads": threads,
+            "out_mode": "out", "rounds": rounds, "run": "r", "program": "cells",
+        }
+        for m, t in (("turbogelu", tg), (limit, lim))
+    ]  # fmt: skip
+
+
+def test_targets_which_bound_applies_and_whether_it_is_met():
+    cells = {"turbogelu": {"program": "cells"}}
+    rows = [
+        # compute-bound (cache-resident): PyTorch / S is the larger bound; 250 <= 488/1.8=271
+        *_proto("forward", "float32", {"turbogelu": 250, "torch exact": 488,
+                                       "limit: copy": 103, "limit: stream copy": 157}, **cells),
+        # memory-bound: L x the streaming copy (1.3 x 176 = 229) beats 460 / 2.5 = 184; 230 > 229
+        *_proto("forward", "bfloat16", {"turbogelu": 230, "torch exact": 460,
+                                        "limit: copy": 330, "limit: stream copy": 176}, **cells),
+        # a suspect baseline: met, but on an inflated PyTorch row
+        *_proto("backward", "bfloat16", {"turbogelu": 310, "torch exact": 2377, "limit: mul": 184},
+                **{"torch exact": {"baseline_suspect": True, "alone_p50_us": 800}}),
+        # no PyTorch row: not evaluated, said so
+        *_proto("backward", "float32", {"turbogelu": 283, "limit: mul": 165}),
+        *_proto("forward", "float64", {"turbogelu": 500, "torch exact": 900, "limit: copy": 200}),
+    ]  # fmt: skip
+    res = bench_targets.evaluate(rows)
+    t = {(x["direction"], x["dtype"]): x for x in res["protocol"]}
+    assert set(t) == {("forward", "float32"), ("forward", "bfloat16"), ("backward", "bfloat16")}
+    f32 = t[("forward", "float32")]
+    assert f32["applies"] == "PyTorch/S" and f32["met"] and f32["program"] == "cells"
+    assert f32["torch_bound_us"] == pytest.approx(488 / 1.8)
+    assert f32["limit_bound_us"] == pytest.approx(1.10 * 103) and f32["limit_row"] == "limit: copy"
+    assert f32["ratio"] == pytest.approx(250 / (488 / 1.8))
+    bf = t[("forward", "bfloat16")]
+    assert bf["applies"] == "L x limit: stream copy" and not bf["met"]
+    assert bf["bound_us"] == pytest.approx(1.30 * 176)
+    sus = t[("backward", "bfloat16")]
+    assert sus["met"] and sus["suspect_baselines"] == ["torch exact"] and sus["program"] is None
+    missing = "\n".join(res["missing"])
+    assert "backward float32: not evaluated, missing row(s): torch exact" in missing
+    assert "forward float16: no one-thread protocol rows" in missing
+    assert "float64: no target defined" in missing and "DRAM: no sweep rows" in missing
+    assert res["all_met"] is False and res["sound"] is False
+    assert res["baselines"]["suspects"][0]["alone_p50_us"] == 800
+    text = bench_targets.render(res)
+    assert (
+        "| forward | float32 | cells | 250 | 271 | 113 | PyTorch/S (S = 1.8) | 0.92 | yes |" in text
+    )
+    assert "L x limit: stream copy (L = 1.30) | 1.01 | **no** |" in text
+    assert "yes (suspect baseline: torch exact)" in text and "| not recorded |" in text
+    assert "2377 us interleaved, 800 us alone" in text and "Verdict: NOT every target met" in text
+
+
+def test_targets_dram_rows():
+    rows = []
+    for d in ("forward", "backward"):
+        for dt in ("float32", "float16", "bfloat16"):
+            rows += _dram(d, dt, 1, 100.0, 100.0)  # at the limit: met
+            rows += _dram(d, dt, 2, 104.0, 100.0)  # 4% over: not met
+    rows[-1]["rounds"] = rows[-2]["rounds"] = 10
+    rows += _dram("forward", "float32", 1, 1.0, 1.0)[:1]  # a stray row of another size
+    rows[-1]["size"] = 1 << 20
+    res = bench_targets.evaluate(rows)
+    by = {(x["direction"], x["dtype"], x["threads"]): x for x in res["dram"]}
+    assert len(by) == 12 and all(by[k]["met"] == (k[2] == 1) for k in by)
+    assert by[("backward", "bfloat16", 2)]["enough_rounds"] is False
+    assert by[("forward", "float16", 1)]["limit_row"] == "limit: copy"
+    assert by[("forward", "float16", 1)]["bound_us"] == pytest.approx(103.0)
+    assert all("protocol" in m for m in res["missing"])  # no protocol rows: each said
+    text = bench_targets.render(res)
+    assert (
+        "| backward | bfloat16 | 2 | cells | 104 | limit: mul | 103 | 1.01 | **no** (only 10"
+        in text
+    )
+    # the 16-bit rows missing: each named
+    only32 = [r for r in rows if r["dtype"] == "float32"]
+    missing = bench_targets.evaluate(only32)["missing"]
+    assert "DRAM forward float16 1 thread(s): no 64M out= rows (--sweep-out-dtypes)" in missing
+
+
+def test_targets_json_cli_and_paper_table(tmp_path):
+    rows = _proto("forward", "float32", {"turbogelu": 250, "torch exact": 488, "limit: copy": 103})
+    res = bench_targets.evaluate(rows)
+    path = bench_targets.write(res, bench_targets.json_path(tmp_path / "bench.jsonl"))
+    assert path == tmp_path / "bench_targets.json"
+    assert json.loads(path.read_text())["protocol"][0]["met"] is True
+    table = paper.TABLES["bench_targets"](paper._Results(tmp_path))
+    assert "| forward | float32 | not recorded | 250 |" in table and "## Targets" not in table
+    # a results folder of an older benchmark: the table from its bench.jsonl, else an error
+    older = tmp_path / "older"
+    older.mkdir()
+    with pytest.raises(paper.Missing, match="bench_targets.json"):
+        paper.TABLES["bench_targets"](paper._Results(older))
+    bench.write_jsonl(older / "bench.jsonl", rows, {})
+    assert "| forward | float32 | not recorded | 250 |" in paper.TABLES["bench_targets"](
+        paper._Results(older)
+    )
+    bench.write_jsonl(tmp_path / "b.jsonl", rows, {})
+    r = subprocess.run(
+        [sys.executable, "-m", "turbogelu.bench_targets", str(tmp_path / "b.jsonl")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0 and "| forward | float32 |" in r.stdout, r.stderr
+    assert bench_targets.main([str(tmp_path / "none.jsonl")]) == 2
+
+
+def test_older_results_files_stay_readable(tmp_path):
+    # the committed reference predates the program label, the poly row and the alone check
+    ref = ROOT / "results" / "reference" / "full" / "bench.jsonl"
+    rows = bench_report.load(ref)
+    assert rows and not any("program" in r for r in rows)
+    assert "| backward | bfloat16 | torch exact |" in bench_report.protocol_table(rows)
+    assert "shipped op (degree 8, Horner; with autograd dispatch)" in bench_report.degree_table(
+        rows
+    )
+    assert "| forward | 64M | float32 | 1 | out |" in bench_report.sweep_table(rows)
+    res = bench_targets.evaluate(bench_report.add_ratios(rows))
+    assert len(res["protocol"]) == 6 and {t["program"] for t in res["protocol"]} == {None}
+    assert len(res["dram"]) == 4  # float32 only, 1 and 2 threads
+    assert res["baselines"]["checked"] == 0
+    assert "not checked" in bench_targets.render(res)
+    names = [p.name for p in bench_report.plot_all(rows, tmp_path)]
+    assert "degrees.png" in names and "bars_forward.png" in names
+
+
+def _overlaps(boxes) -> list:
+    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if a.overlaps(b)]
+
+
+def test_bar_legend_covers_no_bar():
+    rows = []
+    for dt in ("float32", "float16", "bfloat16"):
+        rows += _proto("forward", dt, {m: 100.0 + 10 * i for i, m in
+                                       enumerate(bench.METHODS["forward"])})  # fmt: skip
+    for r in rows:
+        r["p5_us"], r["p95_us"] = 0.9 * r["p50_us"], 1.1 * r["p50_us"]
+    fig = bench_report.plot_bars(rows, "forward")
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    legend = ax.get_legend().get_window_extent(renderer)
+    bars = [p.get_window_extent(renderer) for p in ax.patches]
+    assert len(bars) == 3 * len(bench.METHODS["forward"])
+    assert not [b for b in bars if legend.overlaps(b)]
+
+
+def test_degree_plot_labels_do_not_overlap():
+    # Horner's degree d and Estrin's degree d - 1 have the same operation count here, at the
+    # same time or just above (where the curves cross): the labels used to print on top of
+    # each other.
+    rows = []
+    for d in range(2, 13):
+        for scheme, ops in (("horner", d + 4), ("estrin", d + 5)):
+            lift = 0.3 * (d % 2) if scheme == "estrin" else 0.0
+            rows.append({
+                "bench": "degree", "direction": "forward", "dtype": "float32", "size": 65536,
+                "threads": 1, "method": f"poly_gelu degree {d}", "provider": "turbogelu",
+                "scheme": scheme, "degree": d, "op_count": ops, "p50_us": 10.0 + ops + lift,
+                "run": "r",
+            })  # fmt: skip
+    fig = bench_report.plot_degrees(rows)
+    renderer = fig.canvas.get_renderer()
+    labels = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(labels) == 22 and not _overlaps(labels)
 
 
 def test_grain_rows():
@@ -271,6 +607,11 @@ def test_cli_quick(tmp_path):
         assert _positive_finite(rec["p50_us"]) and rec["machine"]["isa"] == rec["isa"]
         for key in ("kernel", "provider", "direction", "dtype", "size", "threads", "out_mode"):
             assert key in rec, key
+    assert "## Targets" in r.stdout and "A QUICK run" in r.stdout
+    assert "baseline rows not timed alone" in r.stdout  # quick: the alone check is off
+    targets = json.loads((tmp_path / "bench_targets.json").read_text())
+    assert len(targets["protocol"]) == 6 and targets["quick"] is True
+    assert all(t["program"] == bench.cpu_program() for t in targets["protocol"])
     names = sorted(p.name for p in plots.iterdir())
     assert names == sorted(
         [
@@ -281,6 +622,20 @@ def test_cli_quick(tmp_path):
             "degrees.png",
         ]
     )
+
+
+def test_cli_alone_check(tmp_path):
+    out = tmp_path / "bench.jsonl"
+    r = _run_cli(
+        "--quick", "--parts", "protocol", "--direction", "forward", "--dtypes", "float32",
+        "--methods", "turbogelu,limit: copy", "--size", str(SIZE), "--rounds", str(ROUNDS),
+        "--calls", str(CALLS), "--alone-check", "--alone-rounds", "2", "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "baseline rows timed alone in fresh processes (2 rounds" in r.stdout
+    rows = {rec["method"]: rec for rec in map(json.loads, out.read_text().splitlines())}
+    assert _positive_finite(rows["limit: copy"]["alone_p50_us"])
+    assert "baseline_suspect" in rows["limit: copy"] and "alone_p50_us" not in rows["turbogelu"]
 
 
 def _main(*argv: str) -> int:
@@ -297,6 +652,11 @@ def test_cli_errors(capsys):
     assert _main("--dtypes", "int8") == 2
     assert "unsupported dtype" in capsys.readouterr().err
     assert _main("--device", "tpu") == 2
+    capsys.readouterr()
+    assert _main("--sweep-out-dtypes", "int4") == 2
+    assert "--sweep-out-dtypes" in capsys.readouterr().err
+    assert _main("--alone-rounds", "0") == 2
+    assert "--alone-rounds" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert _main("--device", "cuda") == 2
         assert "CUDA is not available" in capsys.readouterr().err

@@ -8,20 +8,30 @@ Parts (``--parts``, all by default):
   ``edge_values`` (+-0, +-inf, NaN, +-R and the neighbours of R, the smallest subnormals, the
   largest finite values), 50 timed batches of 100 calls, one thread, forward and backward,
   float32 / float16 / bfloat16; methods ``torch exact`` (``F.gelu``), ``torch approx``
-  (``approximate="tanh"``), ``turbogelu``, and beyond the seed: ``turbogelu (Estrin)``,
-  ``turbogelu (cells)`` (the CPU's table-driven program, ``TURBOGELU_CPU_KERNEL=cells``),
-  ``torch exact (oneDNN off)``, ``torch.compile exact`` (compiled once, before timing) and
-  the limit rows, what moving the same bytes costs: ``limit: copy``
-  (``empty_like(x).copy_(x)``) and ``limit: stream copy`` (non-temporal stores) for the
-  forward, ``limit: mul`` (``torch.mul(g, x)``) and ``limit: stream read2`` for the backward.
-  The limit of a row is the faster of its limit rows.
+  (``approximate="tanh"``), ``turbogelu`` (the default program of this CPU: ``cells`` where
+  AVX-512 has two-table permutes, else ``poly``; the row's ``program`` says which), and
+  beyond the seed: ``turbogelu (poly)`` and ``turbogelu (cells)`` (each program forced),
+  ``turbogelu (Estrin)`` (the polynomial by Estrin), ``torch exact (oneDNN off)``,
+  ``torch.compile exact`` (compiled once, before timing) and the limit rows, what moving
+  the same bytes costs: ``limit: copy`` (``empty_like(x).copy_(x)``) and ``limit: stream
+  copy`` (non-temporal stores) for the forward, ``limit: mul`` (``torch.mul(g, x)``) and
+  ``limit: stream read2`` for the backward. The limit of a row is the faster of its limit
+  rows. Then every baseline row (torch, torch.compile, limits) is timed again alone, in a
+  fresh process (``check_alone``; ``--no-alone-check`` skips it, ``--quick`` does unless
+  ``--alone-check``); a row more than 10% off is flagged ``baseline_suspect``.
 * ``sweep``: float32 over sizes from cache- to DRAM-resident (64K, 1M, 4M, 64M, 256M; sizes
   whose tensors do not fit in ``--max-memory`` are skipped, and the output says so), output
   allocated / ``out=`` / in place, 1 thread and all threads; turbogelu, torch exact, limits.
+  At 64M (``--sweep-out-sizes``) float16 and bfloat16 (``--sweep-out-dtypes``) add
+  turbogelu's and the limit's ``out=`` rows, interleaved with float32's: the DRAM targets.
 * ``degree``: operation count against time. Specs of GELU (forward) and GELU' (backward) of
   every compiled degree (2..12), fitted by least squares on [0, 4.389], timed through
   ``turbogelu::poly_gelu`` (the shipped templated kernels with coefficients passed at run
-  time) by Horner and by Estrin, beside the shipped op and the limit.
+  time) by Horner and by Estrin, beside the shipped op's polynomial (and its default
+  program, where that is another) and the limit, every row below the autograd layer.
+
+After the parts, ``turbogelu.bench_targets`` evaluates the speed targets from the run's rows:
+printed, and written beside ``--out`` (``results/bench_targets.json``).
 
 Method (shared, noisy machines: the method is the point):
 
@@ -49,6 +59,7 @@ the plots from that file. torch is imported inside functions only, so importing 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime
@@ -76,6 +87,7 @@ from .bench_report import (  # noqa: F401  (the notebook's entry points, also fr
     protocol_table,
     sweep_table,
 )
+from .bench_targets import BASELINE_TOLERANCE
 
 DTYPES_QUICK = ("float32", "float16", "bfloat16")
 DTYPES_ALL = (*DTYPES_QUICK, "float64")
@@ -83,6 +95,8 @@ PARTS = ("protocol", "sweep", "degree")
 R_EXACT = 4.389  # the exact-GELU clamp (data/specs/gelu_exact.json)
 SEED_SIZE, SEED_ROUNDS, SEED_CALLS = 1 << 20, 50, 100  # the seed's protocol
 SWEEP_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 26, 1 << 28)
+# the DRAM rows of the 16-bit dtypes: turbogelu's and the limit's out= rows at these sizes
+SWEEP_OUT_DTYPES, SWEEP_OUT_SIZES = ("float16", "bfloat16"), (1 << 26,)
 SWEEP_ELEMENTS_PER_BATCH = 1 << 24  # sweep: calls per batch = clamp(this / size, 1, --calls)
 INPLACE_MAX_CALLS = 16  # in place: the buffer is refilled before each batch (see sweep_variants)
 DEGREES = tuple(range(2, 13))
@@ -91,6 +105,7 @@ DEFAULT_MAX_MEMORY_GIB = 6.0
 METHODS = {
     "forward": (
         "turbogelu",
+        "turbogelu (poly)",
         "turbogelu (Estrin)",
         "turbogelu (cells)",
         "torch exact",
@@ -102,6 +117,7 @@ METHODS = {
     ),
     "backward": (
         "turbogelu",
+        "turbogelu (poly)",
         "turbogelu (Estrin)",
         "turbogelu (cells)",
         "torch exact",
@@ -112,7 +128,8 @@ METHODS = {
         "limit: stream read2",
     ),
 }
-CPU_ONLY = ("turbogelu (Estrin)", "turbogelu (cells)", "torch exact (oneDNN off)")
+CPU_ONLY = ("turbogelu (poly)", "turbogelu (Estrin)", "turbogelu (cells)")
+CPU_ONLY += ("torch exact (oneDNN off)",)
 CPU_ONLY += ("limit: stream copy",)
 CPU_ONLY += ("limit: stream read2",)
 GRAIN_SIZES = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 1 << 20)
@@ -498,13 +515,45 @@ def _scheme(name: str):
     return _hook("_set_poly_scheme", name)
 
 
-def _estrin():
-    return _scheme("estrin")
+def _program(name: str):
+    """Run the CPU program ``name``: "poly" (the degree-8 polynomial) or "cells" (the
+    table-driven program, turbogelu/approx/cells.py), whatever this CPU's default is."""
+    return _hook("_set_cpu_kernel", name)
 
 
 def _cells():
-    """Run the CPU's table-driven program (turbogelu/approx/cells.py) instead of the polynomial."""
-    return _hook("_set_cpu_kernel", "cells")
+    return _program("cells")
+
+
+def _poly():
+    return _program("poly")
+
+
+@contextlib.contextmanager
+def _estrin():
+    """The polynomial by Estrin (the scheme switch means nothing to the cells program)."""
+    with _poly(), _scheme("estrin"):
+        yield
+
+
+def cpu_program() -> str | None:
+    """The CPU program the turbogelu ops run now ("poly" or "cells"; None on a build
+    without the switch)."""
+    import torch
+
+    import turbogelu.ops  # noqa: F401
+
+    getter = getattr(torch.ops.turbogelu, "_cpu_kernel", None)
+    return None if getter is None else str(getter())
+
+
+def _below_autograd():
+    """Call ops below the autograd layer: turbogelu's ops carry a Python autograd
+    registration that costs a few us per call even without gradients (about 4 us here,
+    20% of a 64K call), which ``poly_gelu`` (no autograd) does not pay."""
+    import torch
+
+    return torch._C._AutoDispatchBelowAutograd()
 
 
 @contextlib.contextmanager
@@ -634,6 +683,7 @@ def make_variants(
     if direction == "forward":
         fns = {
             "turbogelu": lambda: tg.gelu(x),
+            "turbogelu (poly)": lambda: tg.gelu(x),
             "turbogelu (Estrin)": lambda: tg.gelu(x),
             "turbogelu (cells)": lambda: tg.gelu(x),
             "torch exact": lambda: F.gelu(x),
@@ -646,6 +696,7 @@ def make_variants(
     else:
         fns = {
             "turbogelu": lambda: tg.gelu_backward(g, x),
+            "turbogelu (poly)": lambda: tg.gelu_backward(g, x),
             "turbogelu (Estrin)": lambda: tg.gelu_backward(g, x),
             "turbogelu (cells)": lambda: tg.gelu_backward(g, x),
             "torch exact": lambda: aten.gelu_backward(g, x),
@@ -658,6 +709,13 @@ def make_variants(
     assert tuple(fns) == METHODS[direction]
     variants = []
     for m in wanted:
+        context = _method_context(m)
+        program = scheme = None
+        if m.startswith("turbogelu"):
+            # the program that runs, asked inside the row's context (CUDA and Metal: poly)
+            with context():
+                program = cpu_program() if device == "cpu" else "poly"
+            scheme = "estrin" if "Estrin" in m else "horner" if program == "poly" else None
         labels = _labels(
             bench="protocol",
             provider=_provider(m),
@@ -667,7 +725,8 @@ def make_variants(
             size=n,
             threads=threads,
             device=device,
-            scheme="estrin" if "Estrin" in m else "horner" if m == "turbogelu" else None,
+            program=program,
+            scheme=scheme,
             onednn=False if "oneDNN off" in m else None,
         )
         fn = fns[m]
@@ -684,16 +743,20 @@ def make_variants(
                 reason = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
                 skipped.append((labels, reason))
                 continue
-        if "oneDNN off" in m:
-            context = _onednn_off
-        elif "Estrin" in m:
-            context = _estrin
-        elif "cells" in m:
-            context = _cells
-        else:
-            context = contextlib.nullcontext
         variants.append(Variant((direction, dtype, m), fn, context, labels=labels))
     return variants
+
+
+def _method_context(method: str) -> Callable[[], contextlib.AbstractContextManager]:
+    """The switches a protocol row runs under. "turbogelu" runs the default program of this
+    CPU (cells where AVX-512 has two-table permutes, else poly; TURBOGELU_CPU_KERNEL forces
+    one); "(poly)", "(cells)" and "(Estrin)" (poly by Estrin) force theirs."""
+    return {
+        "torch exact (oneDNN off)": _onednn_off,
+        "turbogelu (poly)": _poly,
+        "turbogelu (Estrin)": _estrin,
+        "turbogelu (cells)": _cells,
+    }.get(method, contextlib.nullcontext)
 
 
 def sweep_variants(
@@ -704,9 +767,11 @@ def sweep_variants(
     dtype: str = "float32",
     calls: int = 100,
     inputs: tuple | None = None,
+    only_out: bool = False,
 ) -> list[Variant]:
     """The size sweep's rows at one size and thread count (CPU): turbogelu and torch exact
     with an allocated output, ``out=`` and (forward, turbogelu) in place, and the limits.
+    ``only_out``: only turbogelu's and the limit's ``out=`` rows (the 16-bit DRAM rows).
 
     In place: the buffer is refilled from x before every batch (outside the timing) and a
     batch has at most ``INPLACE_MAX_CALLS`` calls, so the values stay those of x (repeated
@@ -747,6 +812,8 @@ def sweep_variants(
         ]
     else:
         raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+    if only_out:
+        rows = [r for r in rows if r[1] == "out" and r[0] != "torch exact"]
 
     def threads_ctx():
         return _num_threads(threads)
@@ -757,9 +824,11 @@ def sweep_variants(
         with _num_threads(threads):
             yield
 
+    program = cpu_program()  # turbogelu's rows: the default program of this CPU
     variants = []
     for method, mode, fn in rows:
         inplace = mode == "inplace"
+        tg_row = method == "turbogelu"
         labels = _labels(
             bench="sweep",
             provider=_provider(method),
@@ -770,11 +839,12 @@ def sweep_variants(
             threads=threads,
             device="cpu",
             out_mode=mode,
-            scheme="horner" if method == "turbogelu" else None,
+            program=program if tg_row else None,
+            scheme="horner" if tg_row and program == "poly" else None,
         )
         variants.append(
             Variant(
-                ("sweep", direction, size, threads, method, mode),
+                ("sweep", direction, dtype, size, threads, method, mode),
                 fn,
                 refill if inplace else threads_ctx,
                 min(n_calls, INPLACE_MAX_CALLS) if inplace else n_calls,
@@ -784,10 +854,10 @@ def sweep_variants(
     return variants
 
 
-def sweep_bytes(size: int, dtype_size: int = 4) -> int:
-    """Peak bytes of ``sweep_variants`` at a size: x, g, the out= buffer and one fresh output
-    (the allocating calls free theirs before the next one)."""
-    return 4 * size * dtype_size
+def sweep_bytes(size: int, dtype_size: int = 4, only_out: bool = False) -> int:
+    """Peak bytes of ``sweep_variants`` at a size: x, g, the out= buffer and (unless
+    ``only_out``) one fresh output (the allocating calls free theirs before the next one)."""
+    return (3 if only_out else 4) * size * dtype_size
 
 
 def fitted_specs(degrees: Sequence[int] = DEGREES, clamp: float = R_EXACT) -> dict:
@@ -808,7 +878,14 @@ def degree_variants(
     size: int, degrees: Sequence[int] = DEGREES, schemes=("horner", "estrin"), threads: int = 1
 ) -> list[Variant]:
     """poly_gelu / poly_gelu_backward with a fitted spec of every degree, by each scheme, at
-    one size (float32), beside the shipped op (degree 8) and the limits."""
+    one size (float32), beside the shipped op and the limits.
+
+    Like is compared with like: every row is called below the autograd layer
+    (``_below_autograd``; poly_gelu has no autograd registration, the shipped op has a
+    Python one worth ~4 us a call), and the shipped op's row "turbogelu (poly)" runs the
+    polynomial (degree 8, Horner), so it differs from the degree-8 Horner point only by its
+    coefficients. Where this CPU's default program is another one (cells), it is timed too,
+    as "turbogelu" with its ``program``."""
     import torch
 
     from . import ops
@@ -818,8 +895,17 @@ def degree_variants(
     tg = torch.ops.turbogelu
     variants = []
 
-    def ctx_for(scheme):
-        return _both(lambda: _scheme(scheme), lambda: _num_threads(threads))
+    def ctx_for(scheme, program=None):
+        def ctx():
+            stack = contextlib.ExitStack()
+            stack.enter_context(_below_autograd())
+            if program is not None:
+                stack.enter_context(_program(program))
+            stack.enter_context(_scheme(scheme))
+            stack.enter_context(_num_threads(threads))
+            return stack
+
+        return ctx
 
     for (direction, d), ps in specs.items():
         coeffs, clamp, scale = ops.poly_args(ps)
@@ -839,21 +925,30 @@ def degree_variants(
                 size=size,
                 threads=threads,
                 device="cpu",
+                program="poly",
                 scheme=scheme,
                 degree=d,
                 op_count=kernel_form.op_count(scheme)["total"],
                 max_abs_error=err,
+                autograd=False,
             )
             variants.append(
                 Variant(("degree", direction, d, scheme), fn, ctx_for(scheme), None, labels)
             )
+    default = cpu_program()
     fixed = [
-        ("forward", "turbogelu", lambda: tg.gelu(x)),
-        ("forward", "limit: copy", lambda: torch.empty_like(x).copy_(x)),
-        ("backward", "turbogelu", lambda: tg.gelu_backward(g, x)),
-        ("backward", "limit: mul", lambda: torch.mul(g, x)),
+        ("forward", "turbogelu (poly)", "poly", lambda: tg.gelu(x)),
+        ("backward", "turbogelu (poly)", "poly", lambda: tg.gelu_backward(g, x)),
+        ("forward", "limit: copy", None, lambda: torch.empty_like(x).copy_(x)),
+        ("backward", "limit: mul", None, lambda: torch.mul(g, x)),
     ]
-    for direction, method, fn in fixed:
+    if default not in (None, "poly"):
+        fixed += [
+            ("forward", "turbogelu", default, lambda: tg.gelu(x)),
+            ("backward", "turbogelu", default, lambda: tg.gelu_backward(g, x)),
+        ]
+    for direction, method, program, fn in fixed:
+        poly = program == "poly"
         labels = _labels(
             bench="degree",
             provider=_provider(method),
@@ -863,10 +958,13 @@ def degree_variants(
             size=size,
             threads=threads,
             device="cpu",
-            scheme="horner" if method == "turbogelu" else None,
-            degree=8 if method == "turbogelu" else None,
+            program=program,
+            scheme="horner" if poly else None,
+            degree=8 if poly else None,
+            autograd=False,
         )
-        variants.append(Variant(("degree", direction, method), fn, ctx_for("horner"), None, labels))
+        ctx = ctx_for("horner", program if method.startswith("turbogelu") else None)
+        variants.append(Variant(("degree", direction, method), fn, ctx, None, labels))
     return variants
 
 
@@ -941,6 +1039,157 @@ def run_protocol(
     return summarize(variants, timings, calls)
 
 
+# ---------------------------------------------------------------- baselines timed alone
+
+# A baseline row (PyTorch's, the limits) is checked against the same call timed alone in a
+# fresh process: the committed reference once had aten.gelu_backward in bfloat16 at 2377 us
+# in the interleaved protocol against 780-860 us alone (one run of four on the build
+# machine; not reproduced on others), and every ratio to it was 3x too flattering.
+BASELINE_PROVIDERS = ("torch", "torch.compile", "limit")
+ALONE_TOLERANCE = BASELINE_TOLERANCE  # |interleaved / alone - 1| above it: baseline_suspect
+ALONE_ROUNDS = 10
+
+
+def is_baseline(row: dict) -> bool:
+    return row.get("provider") in BASELINE_PROVIDERS
+
+
+def flag_baseline(row: dict, alone_p50_us: float, tolerance: float = ALONE_TOLERANCE) -> dict:
+    """A copy of ``row`` with the median timed alone (``alone_p50_us``), the ratio of the
+    interleaved median to it (``alone_ratio``) and ``baseline_suspect``: whether they differ
+    by more than ``tolerance`` of the alone median."""
+    if not alone_p50_us > 0:
+        raise ValueError(f"the alone median must be positive, got {alone_p50_us!r}")
+    ratio = row["p50_us"] / alone_p50_us
+    return {
+        **row,
+        "alone_p50_us": alone_p50_us,
+        "alone_ratio": ratio,
+        "baseline_suspect": abs(ratio - 1.0) > tolerance,
+    }
+
+
+def alone_spec(row: dict, size: int, rounds: int, calls: int, **options) -> dict:
+    """What a fresh process needs to time a protocol row alone: the row's direction, dtype,
+    method, threads and device, the protocol's ``size`` (random elements; the 15 edge values
+    are added as in the protocol), ``rounds`` x ``calls``, and ``options`` (flush, isa,
+    malloc)."""
+    return {
+        "direction": row["direction"],
+        "dtype": row["dtype"],
+        "method": row["method"],
+        "threads": row.get("threads", 1),
+        "device": row.get("device", "cpu"),
+        "size": size,
+        "rounds": rounds,
+        "calls": calls,
+        "flush": bool(options.get("flush", False)),
+        "isa": options.get("isa"),
+        "malloc": options.get("malloc", "steady"),
+    }
+
+
+def time_alone(spec: dict) -> dict:
+    """Time one protocol row by itself in this process (the child's side of
+    ``check_alone``): {"p50_us", "p5_us", "p95_us", "rounds", "calls"}."""
+    if spec.get("malloc", "steady") == "steady":
+        steady_malloc()
+    device = spec.get("device", "cpu")
+    with _cpu_isa(spec.get("isa")), _threads_ctx(device, spec.get("threads", 1)):
+        skipped: list = []
+        variants = make_variants(
+            spec["direction"],
+            spec["dtype"],
+            spec["size"],
+            device=device,
+            threads=spec.get("threads", 1),
+            methods=[spec["method"]],
+            skipped=skipped,
+        )
+        if not variants:
+            reason = skipped[0][1] if skipped else "no such row here"
+            raise Skipped(f"{spec['method']}: {reason}")
+        flush = make_flush(device) if spec.get("flush") else None
+        timings = time_interleaved(
+            variants, spec["rounds"], spec["calls"], device=device, flush=flush
+        )
+    (rec,) = summarize(variants, timings, spec["calls"])
+    return {k: rec[k] for k in ("p50_us", "p5_us", "p95_us", "rounds", "calls")}
+
+
+def _alone_main(spec_json: str) -> int:
+    """``python -c`` entry of the fresh process: prints ``time_alone``'s result as one JSON
+    line (the last line of stdout), or {"error": ...}."""
+    try:
+        result = time_alone(json.loads(spec_json))
+    except Exception as e:  # noqa: BLE001  (any failure is reported to the parent)
+        print(json.dumps({"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}))
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+def run_alone(spec: dict, timeout: float = 600.0) -> dict:
+    """Time ``spec`` in a fresh Python process (this interpreter, this environment):
+    ``time_alone``'s result, or {"error": ...}."""
+    code = "import sys; from turbogelu.bench import _alone_main; sys.exit(_alone_main(sys.argv[1]))"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {proc.returncode}: {tail[:200]}"}
+    return json.loads(lines[-1])
+
+
+def check_alone(
+    records: Sequence[dict],
+    size: int,
+    rounds: int = ALONE_ROUNDS,
+    calls: int = SEED_CALLS,
+    *,
+    tolerance: float = ALONE_TOLERANCE,
+    progress: bool = False,
+    **options,
+) -> list[dict]:
+    """The protocol's records, each baseline row (``is_baseline``) re-timed alone in a fresh
+    process (``run_alone``, ``rounds`` x ``calls``) and flagged by ``flag_baseline``; a row
+    whose check failed gets ``alone_error`` instead. ``options``: flush, isa, malloc, as the
+    protocol ran."""
+    out = []
+    n_todo, done = sum(is_baseline(r) for r in records), 0
+    for r in records:
+        if not is_baseline(r):
+            out.append(dict(r))
+            continue
+        done += 1
+        spec = alone_spec(r, size, rounds, calls, **options)
+        res = run_alone(spec)
+        if "error" in res:
+            row = {**r, "alone_error": res["error"]}
+            note = f"FAILED ({res['error']})"
+        else:
+            row = flag_baseline(r, res["p50_us"], tolerance)
+            row["alone_rounds"] = res["rounds"]
+            note = f"{r['p50_us']:.1f} us interleaved, {res['p50_us']:.1f} us alone"
+            note += " SUSPECT" if row["baseline_suspect"] else ""
+        if progress:
+            print(
+                f"alone {done}/{n_todo}: {r['direction']} {r['dtype']} {r['method']}: {note}",
+                file=sys.stderr,
+                flush=True,
+            )
+        out.append(row)
+    return out
+
+
 def run_sweep(
     sizes: Sequence[int],
     threads: Sequence[int],
@@ -948,13 +1197,18 @@ def run_sweep(
     rounds: int,
     calls: int,
     *,
+    out_dtypes: Sequence[str] = SWEEP_OUT_DTYPES,
+    out_sizes: Sequence[int] = SWEEP_OUT_SIZES,
     max_memory: float = DEFAULT_MAX_MEMORY_GIB,
     skipped: list | None = None,
     progress: bool = False,
 ) -> list[dict]:
-    """The size sweep (float32, CPU): sizes one after the other, every variant of a size
-    (directions x threads x methods x out modes) interleaved. A size whose tensors do not fit
-    in ``max_memory`` GiB (or 80% of the available memory) is skipped and reported."""
+    """The size sweep (CPU): sizes one after the other, every variant of a size (directions x
+    threads x methods x out modes) interleaved. float32 has every row; each dtype of
+    ``out_dtypes`` adds turbogelu's and the limit's ``out=`` rows at the sizes of
+    ``out_sizes`` (the DRAM targets of ``bench_targets``), interleaved with float32's. What
+    does not fit in ``max_memory`` GiB (or 80% of the available memory) is skipped and
+    reported: a whole size, or only the extra dtypes."""
     import torch
 
     skipped = [] if skipped is None else skipped
@@ -962,31 +1216,55 @@ def run_sweep(
     budget = max_memory * (1 << 30)
     if avail is not None:
         budget = min(budget, 0.8 * avail)
-    plan = []
+
+    def over(need: int) -> str:
+        return (
+            f"needs {need / (1 << 30):.1f} GiB, over the budget of {budget / (1 << 30):.1f}"
+            f" GiB (--max-memory {max_memory:g}, available"
+            f" {'?' if avail is None else f'{avail / (1 << 30):.1f}'} GiB)"
+        )
+
+    plan = []  # (size, [dtypes]): float32 first
     for size in sizes:
         need = sweep_bytes(size)
         if need > budget:
-            reason = (
-                f"needs {need / (1 << 30):.1f} GiB, over the budget of {budget / (1 << 30):.1f}"
-                f" GiB (--max-memory {max_memory:g}, available"
-                f" {'?' if avail is None else f'{avail / (1 << 30):.1f}'} GiB)"
-            )
-            skipped.append(({"bench": "sweep", "size": size, "dtype": "float32"}, reason))
-        else:
-            plan.append(size)
-    n_per_size = sum(len(sweep_variants(d, 1024, 1)) for d in directions) * len(threads)
-    bar = _Progress(rounds * n_per_size * len(plan), "sweep", progress)
+            skipped.append(({"bench": "sweep", "size": size, "dtype": "float32"}, over(need)))
+            continue
+        dtypes = ["float32"]
+        for dt in out_dtypes if size in out_sizes else ():
+            if dt == "float32":
+                continue
+            extra = sweep_bytes(size, _dtype_size(dt), only_out=True)
+            if need + extra > budget:
+                skipped.append(({"bench": "sweep", "size": size, "dtype": dt}, over(need + extra)))
+                continue
+            need += extra
+            dtypes.append(dt)
+        plan.append((size, dtypes))
+
+    def n_variants(dtypes):
+        return len(threads) * sum(
+            len(sweep_variants(d, 1024, 1, dtype=dt, only_out=dt != "float32"))
+            for d in directions
+            for dt in dtypes
+        )
+
+    bar = _Progress(rounds * sum(n_variants(dts) for _, dts in plan), "sweep", progress)
     records = []
     try:
-        for size in plan:
-            x, g = make_inputs("float32", size)
-            inputs = (x, g, torch.empty_like(x))
-            variants = [
-                v
-                for d in directions
-                for t in threads
-                for v in sweep_variants(d, size, t, calls=calls, inputs=inputs)
-            ]
+        for size, dtypes in plan:
+            variants = []
+            for dt in dtypes:
+                x, g = make_inputs(dt, size)
+                inputs = (x, g, torch.empty_like(x))
+                variants += [
+                    v
+                    for d in directions
+                    for t in threads
+                    for v in sweep_variants(
+                        d, size, t, dtype=dt, calls=calls, inputs=inputs, only_out=dt != "float32"
+                    )
+                ]
             timings = time_interleaved(variants, rounds, calls, warmup=1, progress=bar)
             records += summarize(variants, timings, calls)
             del x, g, inputs, variants
@@ -994,6 +1272,10 @@ def run_sweep(
     finally:
         bar.close()
     return records
+
+
+def _dtype_size(dtype: str) -> int:
+    return {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}[dtype]
 
 
 def run_degree(
@@ -1164,6 +1446,32 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--sweep-rounds", type=int, default=None, help="(20; --quick 5)")
     p.add_argument(
+        "--sweep-out-dtypes",
+        default=",".join(SWEEP_OUT_DTYPES),
+        help="dtypes whose out= rows (turbogelu, limit) join the sweep at --sweep-out-sizes"
+        " (default float16,bfloat16; 'none': float32 only)",
+    )
+    p.add_argument(
+        "--sweep-out-sizes",
+        default="64M",
+        help="sizes of those rows, when in the sweep's sizes (default 64M: the DRAM targets)",
+    )
+    p.add_argument(
+        "--alone-check",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="after the protocol, time each baseline row (torch, torch.compile, limits) alone"
+        f" in a fresh process and flag it when its median is more than"
+        f" {100 * ALONE_TOLERANCE:.0f}%% off (default: on; --quick: off). Costs a Python and"
+        " torch start per row (42 rows in a full run; about 3 min on a 2-vCPU machine)",
+    )
+    p.add_argument(
+        "--alone-rounds",
+        type=int,
+        default=ALONE_ROUNDS,
+        help=f"rounds of each alone timing (default {ALONE_ROUNDS}; calls: the protocol's)",
+    )
+    p.add_argument(
         "--max-memory",
         type=float,
         default=DEFAULT_MAX_MEMORY_GIB,
@@ -1226,6 +1534,18 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
     bad = [d for d in dtypes if d not in DTYPES_ALL]
     if bad:
         return _error(f"unsupported dtype(s) {bad}; choose from {DTYPES_ALL}")
+    out_dtypes = tuple(
+        d for d in args.sweep_out_dtypes.split(",") if d.strip() and d.strip() != "none"
+    )
+    bad = [d for d in out_dtypes if d not in DTYPES_ALL]
+    if bad:
+        return _error(f"unsupported --sweep-out-dtypes {bad}; choose from {DTYPES_ALL}")
+    try:
+        out_sizes = tuple(_int_list(args.sweep_out_sizes))
+    except ValueError:
+        return _error(f"--sweep-out-sizes: not a list of sizes: {args.sweep_out_sizes!r}")
+    if args.alone_rounds < 1:
+        return _error(f"--alone-rounds must be >= 1, got {args.alone_rounds}")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     if set(parts) - set(PARTS):
         return _error(f"unknown part(s) {sorted(set(parts) - set(PARTS))}; choose from {PARTS}")
@@ -1302,17 +1622,47 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
             )
             for r in recs:
                 r["flush"] = bool(args.flush)
+            t_protocol = time.perf_counter() - t0
+            alone = (not quick) if args.alone_check is None else args.alone_check
+            if alone:
+                t1 = time.perf_counter()
+                n = sum(is_baseline(r) for r in recs)
+                print(
+                    f"alone check: {n} baseline rows, each timed alone in a fresh process"
+                    f" ({args.alone_rounds} rounds x {calls} calls) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                recs = check_alone(
+                    recs,
+                    args.size,
+                    args.alone_rounds,
+                    calls,
+                    progress=True,  # a line per row even with --no-progress: minutes long
+                    flush=bool(args.flush),
+                    isa=args.isa,
+                    malloc=malloc,
+                )
+                t_alone = time.perf_counter() - t1
             records += recs
             save(recs)
             print(
                 f"\n## Protocol: {args.size} random elements + 15 edge values, {rounds} batches"
                 f" x {calls} calls, {threads} thread(s), {device}"
                 f"{', cache flushed before each batch' if args.flush else ''}"
-                f" ({time.perf_counter() - t0:.0f} s)\n"
+                f" ({t_protocol:.0f} s)\n"
             )
             print(bench_report.protocol_table(bench_report.add_ratios(recs)))
             print()
             print(bench_report.protocol_notes(recs))
+            if alone:
+                print(
+                    f"baseline rows timed alone in fresh processes ({args.alone_rounds} rounds"
+                    f" x {calls} calls each, {t_alone:.0f} s):"
+                    f" {bench_report.alone_summary(recs, ALONE_TOLERANCE)}"
+                )
+            else:
+                print("baseline rows not timed alone (--no-alone-check, or --quick)")
         if "sweep" in parts:
             sizes = (
                 _int_list(args.sweep_sizes)
@@ -1333,14 +1683,23 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                 directions,
                 rounds,
                 calls,
+                out_dtypes=out_dtypes,
+                out_sizes=out_sizes,
                 max_memory=args.max_memory,
                 skipped=skipped,
                 progress=progress,
             )
             records += recs
             save(recs)
+            extra = sorted({r["dtype"] for r in recs} - {"float32"}, key=DTYPES_ALL.index)
+            also = (
+                f" (and {', '.join(extra)}: turbogelu and limit out= at"
+                f" {', '.join(bench_report.size_label(n) for n in out_sizes if n in sizes)})"
+                if extra
+                else ""
+            )
             print(
-                f"\n## Size sweep: float32, {rounds} rounds x max(1, min({calls},"
+                f"\n## Size sweep: float32{also}, {rounds} rounds x max(1, min({calls},"
                 f" {SWEEP_ELEMENTS_PER_BATCH} / size)) calls, threads {threads_list}"
                 f" ({time.perf_counter() - t0:.0f} s)\n"
             )
@@ -1361,7 +1720,8 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
             save(recs)
             print(
                 f"\n## Operation count vs time: poly_gelu, float32, {size} elements, 1 thread,"
-                f" {rounds} rounds x {calls} calls ({time.perf_counter() - t0:.0f} s)\n"
+                f" {rounds} rounds x {calls} calls ({time.perf_counter() - t0:.0f} s); every"
+                " row called below the autograd layer, as poly_gelu (which has none)\n"
             )
             print(bench_report.degree_table(bench_report.add_ratios(recs)))
 
@@ -1374,9 +1734,18 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                 if k in labels
             )
             print(f"- {what}: {reason}")
+    records = bench_report.add_ratios(records)
+    if records:
+        from . import bench_targets
+
+        result = bench_targets.evaluate([{**r, **common} for r in records])
+        print("\n" + bench_targets.render(result))
+        if args.out and args.out != "-":
+            path = bench_targets.json_path(args.out)
+            bench_targets.write(result, path)
+            print(f"wrote {path}", file=sys.stderr)
     elapsed = time.perf_counter() - t_start
     print(f"\ntook {elapsed:.0f} s")
-    records = bench_report.add_ratios(records)
     if args.plots:
         rows = [{**r, **common} for r in records]
         for path in bench_report.plot_all(rows, args.plots):
@@ -1425,7 +1794,7 @@ def _main_grain(args, info: dict, all_threads: int, malloc: str, run_id: str) ->
         common |= {"provider": "turbogelu", "method": "turbogelu", "out_mode": "alloc"}
         common |= {"grain": 1, "run": run_id, "date": run_id, "malloc": malloc, "machine": info}
         common |= {"torch": info["torch"], "version": info["turbogelu"], "isa": info["isa"]}
-        common |= {"device": "cpu"}
+        common |= {"device": "cpu", "program": cpu_program()}
         long = [
             {
                 "size": r["size"],
@@ -1453,10 +1822,10 @@ def run_methods(
     threads: int = 1,
     malloc: str = "steady",
 ) -> list[dict]:
-    """``run_protocol`` restricted to some methods (e.g. the two polynomial schemes, "turbogelu"
-    and "turbogelu (Estrin)"), timed interleaved as ever, on ``threads`` threads (one by
-    default, as ``--quick``: on a shared machine more threads mostly measure the neighbours).
-    The notebooks use it to time a few rows without the whole table.
+    """``run_protocol`` restricted to some methods (e.g. the two polynomial schemes,
+    "turbogelu (poly)" and "turbogelu (Estrin)"), timed interleaved as ever, on ``threads``
+    threads (one by default, as ``--quick``: on a shared machine more threads mostly measure
+    the neighbours). The notebooks use it to time a few rows without the whole table.
 
     ``malloc="steady"`` (the default, as the command line's) calls ``steady_malloc`` first, a
     process-wide setting, so that a notebook's timings see the same allocator as the

@@ -35,6 +35,7 @@ PROTOCOL_ORDER = (
     "torch exact",
     "torch approx",
     "turbogelu",
+    "turbogelu (poly)",
     "turbogelu (Estrin)",
     "turbogelu (cells)",
     "torch exact (oneDNN off)",
@@ -165,6 +166,19 @@ def protocol_notes(src) -> str:
     ]
     if slower:
         out.append("torch.compile is slower than eager F.gelu here: " + ", ".join(slower) + ".")
+    programs = sorted(
+        {
+            (r["device"] if "device" in r else "cpu", r["program"])
+            for r in rows
+            if r.get("method") == "turbogelu" and r.get("program")
+        }
+    )
+    if programs:
+        ran = ", ".join(f"{p} ({d})" if len(programs) > 1 else p for d, p in programs)
+        out.append(
+            f"turbogelu = the default program of this machine: {ran}; turbogelu (poly) and"
+            " (cells) force one, (Estrin) is the polynomial by Estrin."
+        )
     if rows:
         worst = max(rows, key=lambda r: r["p50_us"] / max(r["cpu_p50_us"], 1e-9))
         ratio = worst["p50_us"] / max(worst["cpu_p50_us"], 1e-9)
@@ -176,33 +190,74 @@ def protocol_notes(src) -> str:
     return "\n".join(out)
 
 
-def _size_label(n: int) -> str:
+def size_label(n: int) -> str:
+    """65536 -> "64K", 1 << 26 -> "64M" (other numbers as they are)."""
     for unit, v in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= v and n % v == 0:
             return f"{n // v}{unit}"
     return str(n)
 
 
+_size_label = size_label
+
+
+def alone_summary(src, tolerance: float = 0.10) -> str:
+    """One line on the protocol's baseline rows timed alone in fresh processes (the rows'
+    ``alone_p50_us`` / ``baseline_suspect`` / ``alone_error``): how many were checked, and
+    each one more than ``tolerance`` off (or whose check failed)."""
+    rows = [r for r in _rows(src) if "alone_p50_us" in r or "alone_error" in r]
+    if not rows:
+        return "not checked"
+    bad = [r for r in rows if r.get("baseline_suspect")]
+    failed = [r for r in rows if "alone_error" in r]
+    text = f"{len(rows) - len(failed)} checked"
+    if bad:
+        text += (
+            f", {len(bad)} more than {100 * tolerance:.0f}% off (baseline_suspect): "
+            + "; ".join(
+                f"{r['direction']} {r['dtype']} {r['method']} {fmt_us(r['p50_us'])} us"
+                f" interleaved vs {fmt_us(r['alone_p50_us'])} us alone"
+                for r in bad
+            )
+        )
+    else:
+        text += f", all within {100 * tolerance:.0f}%"
+    if failed:
+        text += "; check failed for: " + "; ".join(
+            f"{r['direction']} {r['dtype']} {r['method']} ({r['alone_error']})" for r in failed
+        )
+    return text
+
+
+def _dtype_key(t: str) -> int:
+    return DTYPE_ORDER.index(t) if t in DTYPE_ORDER else len(DTYPE_ORDER)
+
+
 def sweep_table(src) -> str:
-    """Per direction x size x threads x out mode: turbogelu, torch exact, the limit (us per
-    call), turbogelu / limit and torch exact / turbogelu."""
+    """Per direction x size x dtype x threads x out mode: turbogelu, torch exact, the limit
+    (us per call), turbogelu / limit and torch exact / turbogelu. (float32 has every row;
+    the 16-bit dtypes only turbogelu's and the limit's out= rows at the DRAM sizes.)"""
     rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "sweep"]
     by = defaultdict(dict)
     for r in rows:
-        by[(r["direction"], r["size"], r["threads"], r["out_mode"])][r["method"]] = r
+        key = (r["direction"], r["size"], r.get("dtype", "float32"), r["threads"], r["out_mode"])
+        by[key][r["method"]] = r
     lines = [
-        "| direction | size | threads | output | turbogelu us | torch exact us | limit us"
+        "| direction | size | dtype | threads | output | turbogelu us | torch exact us | limit us"
         " | turbogelu / limit | torch / turbogelu | turbogelu ns/elem |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     modes = ("alloc", "out", "inplace")
-    for key in sorted(by, key=lambda k: (DIRECTIONS.index(k[0]), k[1], k[2], modes.index(k[3]))):
-        d, size, threads, mode = key
+    for key in sorted(
+        by,
+        key=lambda k: (DIRECTIONS.index(k[0]), k[1], _dtype_key(k[2]), k[3], modes.index(k[4])),
+    ):
+        d, size, dtype, threads, mode = key
         m = by[key]
         tg, th = m.get("turbogelu"), m.get("torch exact")
         ref = tg or next(iter(m.values()))
         lines.append(
-            f"| {d} | {_size_label(size)} | {threads} | {mode}"
+            f"| {d} | {_size_label(size)} | {dtype} | {threads} | {mode}"
             f" | {fmt_us(tg and tg['p50_us'])} | {fmt_us(th and th['p50_us'])}"
             f" | {fmt_us(ref['limit_us'])} | {_r(tg and tg['per_limit'])}"
             f" | {_r(th and th['vs_turbogelu'])} | {_r(tg and tg['ns_per_elem'])} |"
@@ -218,8 +273,8 @@ def degree_table(src) -> str:
     for r in rows:
         if r.get("degree") is not None and r["method"].startswith("poly_gelu"):
             by[(r["direction"], r["degree"])][r["scheme"]] = r
-        elif r["method"] == "turbogelu":
-            ref[r["direction"]] = r
+        elif r["method"].startswith("turbogelu"):
+            ref[(r["direction"], r["method"])] = r
     lines = [
         "| direction | degree | ops Horner | Horner us | / limit | ops Estrin | Estrin us"
         " | / limit | max abs error |",
@@ -234,12 +289,24 @@ def degree_table(src) -> str:
             f" | {fmt_us(e and e['p50_us'])} | {_r(e and e['per_limit'])}"
             f" | {'' if err is None else f'{err:.1e}'} |"
         )
-    for d, r in ref.items():
+    for (d, _), r in sorted(ref.items(), key=lambda kv: DIRECTIONS.index(kv[0][0])):
         lines.append(
-            f"| {d} | shipped op (8, Horner) | | {fmt_us(r['p50_us'])} | {_r(r['per_limit'])}"
+            f"| {d} | {_shipped_label(r)} | | {fmt_us(r['p50_us'])} | {_r(r['per_limit'])}"
             " | | | | |"
         )
     return "\n".join(lines)
+
+
+def _shipped_label(r: dict) -> str:
+    """What a degree-part row of the shipped op timed. Files before the ``program`` label
+    timed the default op (then the polynomial) with its autograd dispatch."""
+    program = r.get("program")
+    if program is None:
+        return "shipped op (degree 8, Horner; with autograd dispatch)"
+    if program == "poly":
+        return f"shipped op, poly program (degree {r.get('degree') or 8}, Horner)"
+    default = " (the default)" if r["method"] == "turbogelu" else ""
+    return f"shipped op, {program} program{default}"
 
 
 # ---------------------------------------------------------------- figures
@@ -273,7 +340,9 @@ def plot_bars(src, direction: str, out: str | Path | None = None, *, device: str
     ]
     dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
     methods = sorted({r["method"] for r in rows}, key=_order)
-    fig, (ax,) = _figure(max(6.0, 1.2 + 0.35 * len(methods) * len(dtypes)), 4.2)
+    ncol = min(4, max(len(methods), 1))
+    legend_h = 0.22 * -(-len(methods) // ncol)  # the legend's rows, below the axes
+    fig, (ax,) = _figure(max(6.0, 1.2 + 0.35 * len(methods) * len(dtypes)), 4.2 + legend_h)
     width = 0.8 / max(len(methods), 1)
     for j, m in enumerate(methods):
         xs, ys, lo, hi = [], [], [], []
@@ -303,7 +372,8 @@ def plot_bars(src, direction: str, out: str | Path | None = None, *, device: str
     ax.set_title(
         f"GELU {direction}, {size} elements, {rows[0]['threads'] if rows else '?'} thread(s)"
     )
-    ax.legend(fontsize=7, ncol=2)
+    # below the axes: inside, it covered a bar whatever the corner
+    ax.legend(fontsize=7, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     return _save(fig, out)
 
 
@@ -313,7 +383,9 @@ def plot_sweep(src, direction: str, out: str | Path | None = None):
     rows = [
         r
         for r in add_ratios(_rows(src))
-        if r.get("bench") == "sweep" and r["direction"] == direction
+        if r.get("bench") == "sweep"
+        and r["direction"] == direction
+        and r.get("dtype", "float32") == "float32"
     ]
     threads = sorted({r["threads"] for r in rows}) or [1]
     fig, axes = _figure(5.0 * len(threads), 4.0, len(threads))
@@ -357,12 +429,20 @@ def plot_sweep(src, direction: str, out: str | Path | None = None):
 
 def plot_degrees(src, out: str | Path | None = None):
     """Median us per call against the operation count of P's degree, Horner and Estrin,
-    forward and backward, with the limit and the shipped op drawn."""
+    forward and backward, with the limit and the shipped op drawn (the op's polynomial: the
+    same kernel as the degree-8 Horner point, with the shipped coefficients; and the
+    default program where it is another one). Degree labels: Horner's above and left of its
+    points, Estrin's below and right."""
     rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "degree"]
-    fig, axes = _figure(10.0, 4.0, 2)
+    fig, axes = _figure(10.0, 4.8, 2)
     for ax, d in zip(axes, DIRECTIONS, strict=True):
         sub = [r for r in rows if r["direction"] == d]
-        for scheme, marker in (("horner", "o"), ("estrin", "s")):
+        # Horner's labels up and left of their points, Estrin's down and right: where the
+        # two curves meet (same operation count, close times) the labels stay apart
+        for scheme, marker, (dx, dy, ha, va) in (
+            ("horner", "o", (-3, 3, "right", "bottom")),
+            ("estrin", "s", (3, -3, "left", "top")),
+        ):
             pts = sorted(
                 (r["op_count"], r["p50_us"], r["degree"])
                 for r in sub
@@ -370,22 +450,24 @@ def plot_degrees(src, out: str | Path | None = None):
             )
             if pts:
                 xs, ys, degs = zip(*pts, strict=True)
-                ax.plot(xs, ys, "-", marker=marker, label=scheme)
+                line = ax.plot(xs, ys, "-", marker=marker, label=f"poly_gelu, {scheme}")
                 for x, y, deg in pts:
                     ax.annotate(
-                        str(deg), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points"
-                    )
+                        str(deg), (x, y), fontsize=6, xytext=(dx, dy), textcoords="offset points",
+                        ha=ha, va=va, color=line[0].get_color(),
+                    )  # fmt: skip
         lims = [r["limit_us"] for r in sub if r.get("limit_us")]
         if lims:
             ax.axhline(statistics.median(lims), color="black", ls="--", label="limit")
-        ship = next((r for r in sub if r["method"] == "turbogelu"), None)
-        if ship:
-            ax.axhline(ship["p50_us"], color="gray", ls=":", label="shipped op (degree 8)")
+        shipped = [r for r in sub if r["method"].startswith("turbogelu")]
+        for r, ls in zip(sorted(shipped, key=lambda r: r["method"]), (":", "-."), strict=False):
+            ax.axhline(r["p50_us"], color="gray", ls=ls, label=_shipped_label(r))
         ax.set_xlabel("floating-point operations per element (labels: degree)")
         ax.set_ylabel("median us per call")
         size = sub[0]["size"] if sub else "?"
         ax.set_title(f"{d}, float32, {size} elements, 1 thread")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     return _save(fig, out)
 
 
@@ -410,7 +492,8 @@ def plot_all(src, out_dir: str | Path) -> list[Path]:
 
 def summary_ratios(src) -> list[dict]:
     """The note's ratios per (direction, dtype) of the protocol: turbogelu vs torch exact, vs
-    torch approx, and turbogelu / limit (with turbogelu's median, ``turbogelu_p50_us``)."""
+    torch approx, and turbogelu / limit (with turbogelu's median, ``turbogelu_p50_us``, and
+    its ``program``: None in files written before it was recorded)."""
     rows = add_ratios(_rows(src))
     out = []
     proto = [r for r in rows if r.get("bench") == "protocol"]
@@ -427,6 +510,7 @@ def summary_ratios(src) -> list[dict]:
                 "vs_torch_approx": grp.get("torch approx", {}).get("vs_turbogelu"),
                 "turbogelu_per_limit": tg["per_limit"],
                 "turbogelu_p50_us": tg["p50_us"],
+                "program": tg.get("program"),
             }
         )
     return out
@@ -571,6 +655,7 @@ def plot_speedups(
 
 __all__: Sequence[str] = (
     "add_ratios",
+    "alone_summary",
     "degree_table",
     "load",
     "load_seed_tables",
@@ -585,6 +670,7 @@ __all__: Sequence[str] = (
     "seed_source",
     "seed_speedups",
     "seed_table",
+    "size_label",
     "slug",
     "speedup_table",
     "summary_ratios",

@@ -130,8 +130,28 @@ def _sweep_front(results: _Results) -> str:
     return "\n".join(lines)
 
 
+def _bench_targets(results: _Results) -> str:
+    """The speed targets evaluated from the benchmark's run (results/bench_targets.json,
+    written by ``python -m turbogelu bench``; from the last run of results/bench.jsonl where
+    an older benchmark wrote no such file)."""
+    from . import bench_report, bench_targets
+
+    try:
+        result = results["bench_targets"]._data
+    except Missing:
+        jsonl = results.root / "bench.jsonl"
+        if not jsonl.is_file():
+            raise
+        result = bench_targets.evaluate(bench_report.add_ratios(bench_report.load(jsonl)))
+    return bench_targets.render(result, heading=False)
+
+
 # Generated tables: name -> function of the results namespace, returning Markdown.
-TABLES: dict[str, Callable[[_Results], str]] = {"table2": _table2, "sweep_front": _sweep_front}
+TABLES: dict[str, Callable[[_Results], str]] = {
+    "table2": _table2,
+    "sweep_front": _sweep_front,
+    "bench_targets": _bench_targets,
+}
 
 
 @dataclass

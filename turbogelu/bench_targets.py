@@ -1,0 +1,397 @@
+"""The speed targets, evaluated from a benchmark's rows for whatever machine ran it.
+
+Two targets (issue 13, section 3), stated so that they hold on a machine where the 1M-element
+protocol is compute-bound (the data cache-resident) as well as on one where it is
+memory-bound:
+
+* **Protocol** (``bench="protocol"``, one thread, the protocol's 1,048,576 + 15 elements), per
+  direction and dtype::
+
+      time(turbogelu) <= max(time(torch exact) / S, L x time(fastest limit row))
+
+  "turbogelu" is the default program of the machine (its ``program`` label says which),
+  "torch exact" is PyTorch's eager op (``F.gelu`` / ``aten.gelu_backward``), and the limit
+  rows move the same bytes (``LIMIT_ROWS``). S is the speedup over PyTorch asked for where
+  the kernel is compute-bound; L the slack allowed over the limit where it is memory-bound.
+  The bound that applies is the larger one.
+* **DRAM** (``bench="sweep"``, ``DRAM_SIZE`` elements, ``out=``, every thread count of the
+  sweep), per direction and dtype: ``time(turbogelu) <= DRAM_FACTOR x time(fastest out=
+  limit row)``, medians of at least ``DRAM_MIN_ROUNDS`` interleaved rounds.
+
+Times are the rows' ``p50_us``. Baseline rows that the benchmark found more than 10% off
+their time alone in a fresh process (``baseline_suspect``, see ``bench.check_alone``) are
+listed, and a target that rests on one says so.
+
+``evaluate(rows)`` returns the result as a dict (what ``write`` stores as JSON, e.g.
+``results/bench_targets.json``, and what ``render`` draws and the paper's ``bench_targets``
+table reads). ``python -m turbogelu.bench_targets [results/bench.jsonl]`` prints the table of
+the file's last run. No torch at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+# (direction, dtype) -> (S, L). S: how many times faster than PyTorch's eager exact GELU;
+# L: how many times the fastest limit row. 16-bit rows get more room on both: PyTorch is
+# slower there (it computes in float32 too) and the conversions cost the kernel more than
+# the copy (issue 13, section 3).
+TARGETS: dict[tuple[str, str], tuple[float, float]] = {
+    ("forward", "float32"): (1.8, 1.10),
+    ("forward", "float16"): (2.5, 1.30),
+    ("forward", "bfloat16"): (2.5, 1.30),
+    ("backward", "float32"): (3.0, 1.10),
+    ("backward", "float16"): (3.5, 1.30),
+    ("backward", "bfloat16"): (3.5, 1.30),
+}
+TURBOGELU = "turbogelu"  # the default program's row
+PYTORCH = "torch exact"  # PyTorch eager
+LIMIT_ROWS = {
+    "forward": ("limit: copy", "limit: stream copy"),
+    "backward": ("limit: mul", "limit: stream read2"),
+}
+# issue 13, section 4: a baseline row whose interleaved median is more than this fraction
+# off the same call timed alone in a fresh process is flagged baseline_suspect
+BASELINE_TOLERANCE = 0.10
+PROTOCOL_SIZE = (1 << 20) + 15  # the protocol's random elements and its 15 edge values
+DRAM_SIZE = 1 << 26  # 64M elements: DRAM-resident on any machine this runs on
+DRAM_FACTOR = 1.03
+DRAM_MIN_ROUNDS = 20
+DIRECTIONS = ("forward", "backward")
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _us(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return f"{t:.0f}" if t >= 100 else f"{t:.1f}" if t >= 10 else f"{t:.2f}"
+
+
+def _program(row: dict) -> str | None:
+    return row.get("program")
+
+
+def _suspects_in(rows: Iterable[dict | None]) -> list[str]:
+    return [r["method"] for r in rows if r is not None and r.get("baseline_suspect")]
+
+
+def protocol_targets(rows: Sequence[dict]) -> tuple[list[dict], list[str]]:
+    """The protocol target per (device, direction, dtype) of ``TARGETS`` that the rows
+    have, and the messages for what could not be evaluated (rows missing, no target)."""
+    proto = [r for r in rows if r.get("bench") == "protocol" and r.get("threads", 1) == 1]
+    groups: dict[tuple, dict[str, dict]] = {}
+    for r in proto:
+        key = (r.get("device", "cpu"), r["direction"], r["dtype"])
+        groups.setdefault(key, {})[r["method"]] = r
+    out, missing = [], []
+    devices = sorted({k[0] for k in groups}) or ["cpu"]
+    for device in devices:
+        for direction, dtype in TARGETS:
+            where = f"protocol {direction} {dtype}" + ("" if device == "cpu" else f" ({device})")
+            grp = groups.get((device, direction, dtype))
+            if grp is None:
+                missing.append(f"{where}: no one-thread protocol rows in this run")
+                continue
+            tg, torch_row = grp.get(TURBOGELU), grp.get(PYTORCH)
+            limits = [grp[m] for m in LIMIT_ROWS[direction] if m in grp]
+            lacking = [m for m, r in ((TURBOGELU, tg), (PYTORCH, torch_row)) if r is None]
+            if not limits:
+                lacking.append(" or ".join(f'"{m}"' for m in LIMIT_ROWS[direction]))
+            if lacking:
+                missing.append(f"{where}: not evaluated, missing row(s): {', '.join(lacking)}")
+                continue
+            s, l_ = TARGETS[(direction, dtype)]
+            limit = min(limits, key=lambda r: r["p50_us"])
+            torch_bound = torch_row["p50_us"] / s
+            limit_bound = l_ * limit["p50_us"]
+            bound = max(torch_bound, limit_bound)
+            applies = "PyTorch/S" if torch_bound >= limit_bound else f"L x {limit['method']}"
+            suspects = _suspects_in([torch_row, limit])
+            out.append(
+                {
+                    "direction": direction,
+                    "dtype": dtype,
+                    "device": device,
+                    "size": tg.get("size"),
+                    "program": _program(tg),
+                    "turbogelu_us": tg["p50_us"],
+                    "torch_us": torch_row["p50_us"],
+                    "S": s,
+                    "torch_bound_us": torch_bound,
+                    "limit_row": limit["method"],
+                    "limit_us": limit["p50_us"],
+                    "L": l_,
+                    "limit_bound_us": limit_bound,
+                    "bound_us": bound,
+                    "applies": applies,
+                    "ratio": tg["p50_us"] / bound,
+                    "met": tg["p50_us"] <= bound,
+                    "rounds": tg.get("rounds"),
+                    "suspect_baselines": suspects,
+                }
+            )
+        other = sorted({k[2] for k in groups if k[0] == device} - set(DTYPES))
+        if other:
+            missing.append(f"protocol {', '.join(other)}: no target defined (only {DTYPES})")
+    return out, missing
+
+
+def dram_targets(rows: Sequence[dict]) -> tuple[list[dict], list[str]]:
+    """The DRAM target per (direction, dtype, threads) of the sweep's ``DRAM_SIZE`` out=
+    rows, and the messages for what could not be evaluated."""
+    sweep = [
+        r
+        for r in rows
+        if r.get("bench") == "sweep"
+        and r.get("size") == DRAM_SIZE
+        and r.get("out_mode", "alloc") == "out"
+    ]
+    if not sweep:
+        return [], [
+            f"DRAM: no sweep rows at {DRAM_SIZE} elements with out= in this run (a quick run,"
+            " --parts without sweep, or --sweep-sizes without 64M)"
+        ]
+    groups: dict[tuple, dict[str, dict]] = {}
+    for r in sweep:
+        groups.setdefault((r["direction"], r.get("dtype", "float32"), r["threads"]), {})[
+            r["method"]
+        ] = r
+    threads = sorted({k[2] for k in groups})
+    out, missing = [], []
+    for direction in DIRECTIONS:
+        for dtype in DTYPES:
+            for t in threads:
+                grp = groups.get((direction, dtype, t))
+                where = f"DRAM {direction} {dtype} {t} thread(s)"
+                if grp is None:
+                    missing.append(f"{where}: no 64M out= rows (--sweep-out-dtypes)")
+                    continue
+                tg = grp.get(TURBOGELU)
+                limits = [r for m, r in grp.items() if r.get("provider") == "limit"]
+                if tg is None or not limits:
+                    what = "turbogelu" if tg is None else "an out= limit row"
+                    missing.append(f"{where}: not evaluated, missing {what}")
+                    continue
+                limit = min(limits, key=lambda r: r["p50_us"])
+                bound = DRAM_FACTOR * limit["p50_us"]
+                rounds = min(tg.get("rounds") or 0, limit.get("rounds") or 0)
+                out.append(
+                    {
+                        "direction": direction,
+                        "dtype": dtype,
+                        "threads": t,
+                        "program": _program(tg),
+                        "turbogelu_us": tg["p50_us"],
+                        "limit_row": limit["method"],
+                        "limit_us": limit["p50_us"],
+                        "bound_us": bound,
+                        "ratio": tg["p50_us"] / bound,
+                        "met": tg["p50_us"] <= bound,
+                        "rounds": rounds,
+                        "enough_rounds": rounds >= DRAM_MIN_ROUNDS,
+                        "suspect_baselines": _suspects_in([limit]),
+                    }
+                )
+    return out, missing
+
+
+def baseline_checks(rows: Sequence[dict]) -> dict:
+    """The rows timed alone (``bench.check_alone``): the number checked, the suspects and
+    the failed checks, each as (bench, direction, dtype, method, p50, alone p50)."""
+    checked = [r for r in rows if "alone_p50_us" in r or "alone_error" in r]
+
+    def brief(r: dict) -> dict:
+        keys = ("bench", "direction", "dtype", "method", "threads", "p50_us", "alone_p50_us")
+        return {k: r.get(k) for k in (*keys, "alone_error") if k in r}
+
+    return {
+        "checked": len(checked),
+        "suspects": [brief(r) for r in checked if r.get("baseline_suspect")],
+        "failed": [brief(r) for r in checked if "alone_error" in r],
+    }
+
+
+def evaluate(rows: Iterable[dict]) -> dict:
+    """Both targets and the baseline checks of ``rows`` (one run's), as a JSON-ready dict:
+    ``protocol`` and ``dram`` (one entry per evaluated target), ``missing`` (messages),
+    ``baselines`` (``baseline_checks``), ``all_met`` (every evaluated target met; None when
+    nothing was evaluated), ``sound`` (no evaluated target rests on a suspect baseline or
+    on fewer than ``DRAM_MIN_ROUNDS`` rounds), the constants, and the run, machine and quick
+    flag of the rows."""
+    rows = list(rows)
+    proto, missing = protocol_targets(rows)
+    dram, missing_dram = dram_targets(rows)
+    first = rows[0] if rows else {}
+    machine = first.get("machine") or {}
+    evaluated = proto + dram
+    all_met = all(t["met"] for t in evaluated) if evaluated else None
+    # a verdict resting on a suspect baseline or on too few rounds is not one
+    sound = all(not t["suspect_baselines"] and t.get("enough_rounds", True) for t in evaluated)
+    return {
+        "run": first.get("run"),
+        "quick": first.get("quick"),
+        "machine": machine,
+        "constants": {
+            "S_L": [
+                {"direction": d, "dtype": t, "S": s, "L": l_} for (d, t), (s, l_) in TARGETS.items()
+            ],
+            "baseline_tolerance": BASELINE_TOLERANCE,
+            "limit_rows": LIMIT_ROWS,
+            "dram_size": DRAM_SIZE,
+            "dram_factor": DRAM_FACTOR,
+            "dram_min_rounds": DRAM_MIN_ROUNDS,
+        },
+        "protocol": proto,
+        "dram": dram,
+        "missing": missing + missing_dram,
+        "baselines": baseline_checks(rows),
+        "all_met": all_met,
+        "sound": sound,
+    }
+
+
+def _met(t: dict) -> str:
+    text = "yes" if t["met"] else "**no**"
+    if t["suspect_baselines"]:
+        text += " (suspect baseline: " + ", ".join(t["suspect_baselines"]) + ")"
+    if not t.get("enough_rounds", True):
+        text += f" (only {t['rounds']} rounds)"
+    return text
+
+
+def render(result: dict, heading: bool = True) -> str:
+    """The targets as Markdown: the protocol table, the DRAM table, the baseline rows off
+    their alone timing, and what could not be evaluated (``heading``: a "## Targets" title
+    first, as in the benchmark's output; the paper has its own)."""
+    lines = ["## Targets", ""] if heading else []
+    if result.get("quick"):
+        lines.append("A QUICK run: few rounds of small batches, not a verdict on the targets.")
+    proto = result["protocol"]
+    if proto:
+        size = proto[0].get("size")
+        if lines and lines[-1]:
+            lines.append("")
+        lines += [
+            f"Protocol ({size} elements, one thread): turbogelu (the default program) <="
+            " max(PyTorch eager / S, L x the fastest limit row).",
+        ]
+        if size != PROTOCOL_SIZE:
+            lines.append(
+                f"(The targets are stated at {PROTOCOL_SIZE} elements; this run's protocol had"
+                f" {size}: not a verdict on them.)"
+            )
+        lines += [
+            "",
+            "| direction | dtype | program | turbogelu us | PyTorch/S us | L x limit us"
+            " | bound applies | / bound | met |",
+            "|---|---|---|---:|---:|---:|---|---:|---|",
+        ]
+        for t in proto:
+            dev = "" if t["device"] == "cpu" else f" ({t['device']})"
+            applies = (
+                f"PyTorch/S (S = {t['S']:g})"
+                if t["applies"] == "PyTorch/S"
+                else f"{t['applies']} (L = {t['L']:.2f})"
+            )
+            lines.append(
+                f"| {t['direction']} | {t['dtype']}{dev} | {t['program'] or 'not recorded'}"
+                f" | {_us(t['turbogelu_us'])} | {_us(t['torch_bound_us'])}"
+                f" | {_us(t['limit_bound_us'])} | {applies} | {t['ratio']:.2f} | {_met(t)} |"
+            )
+    dram = result["dram"]
+    if dram:
+        c = result["constants"]
+        lines += [
+            "",
+            f"DRAM ({c['dram_size']} elements, out=): turbogelu <= {c['dram_factor']:g} x the"
+            f" fastest out= limit row, medians of >= {c['dram_min_rounds']} interleaved rounds.",
+            "",
+            "| direction | dtype | threads | program | turbogelu us | limit row | bound us"
+            " | / bound | met |",
+            "|---|---|---:|---|---:|---|---:|---:|---|",
+        ]
+        for t in dram:
+            lines.append(
+                f"| {t['direction']} | {t['dtype']} | {t['threads']}"
+                f" | {t['program'] or 'not recorded'} | {_us(t['turbogelu_us'])}"
+                f" | {t['limit_row']} | {_us(t['bound_us'])} | {t['ratio']:.2f} | {_met(t)} |"
+            )
+    b = result["baselines"]
+    lines.append("")
+    if not b["checked"]:
+        lines.append("Baseline rows timed alone: not checked in this run.")
+    elif b["suspects"]:
+        lines.append(
+            f"Baseline rows more than {100 * BASELINE_TOLERANCE:.0f}% off their time alone"
+            " in a fresh process"
+            " (baseline_suspect): "
+            + "; ".join(
+                f"{r['bench']} {r['direction']} {r['dtype']} {r['method']}:"
+                f" {_us(r['p50_us'])} us interleaved, {_us(r['alone_p50_us'])} us alone"
+                for r in b["suspects"]
+            )
+            + "."
+        )
+    else:
+        lines.append(
+            f"Baseline rows timed alone in a fresh process: {b['checked']}, all within"
+            f" {100 * BASELINE_TOLERANCE:.0f}%."
+        )
+    if b["failed"]:
+        lines.append(
+            "Alone check failed for: "
+            + "; ".join(f"{r['direction']} {r['dtype']} {r['method']}" for r in b["failed"])
+        )
+    if result["missing"]:
+        lines += ["", "Not evaluated:"] + [f"- {m}" for m in result["missing"]]
+    verdict = {True: "every evaluated target met", False: "NOT every target met"}
+    text = verdict.get(result["all_met"], "nothing evaluated")
+    if result["all_met"] is not None and not result["sound"]:
+        text += " (but some rest on a suspect baseline or too few rounds: see above)"
+    lines += ["", f"Verdict: {text}."]
+    return "\n".join(lines)
+
+
+def json_path(bench_out: str | Path) -> Path:
+    """Where the benchmark writes the targets beside its results file:
+    results/bench.jsonl -> results/bench_targets.json."""
+    p = Path(bench_out)
+    return p.with_name(f"{p.stem}_targets.json")
+
+
+def write(result: dict, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m turbogelu.bench_targets", description=__doc__)
+    p.add_argument("file", nargs="?", default="results/bench.jsonl", help="a bench.jsonl")
+    p.add_argument("--run", default="last", help="run id (default: the file's last run)")
+    p.add_argument("--json", default=None, help="also write the result here")
+    args = p.parse_args(argv)
+    from .bench_report import add_ratios, load
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"bench_targets: {path}: no such file (python -m turbogelu bench)", file=sys.stderr)
+        return 2
+    rows = load(path, run=args.run)
+    if not rows:
+        print(f"bench_targets: {path}: no rows of run {args.run!r}", file=sys.stderr)
+        return 2
+    result = evaluate(add_ratios(rows))
+    print(render(result))
+    if args.json:
+        write(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
