@@ -1,5 +1,6 @@
 // What each part of a GELU program costs on this CPU at 1M float32 elements (4 MiB in, 4 MiB
-// out: in the last-level cache), in a loop shaped like the library's (two 16-lane vectors per
+// out: in the last-level cache, or beyond the caches a core reaches fast), in a loop shaped like
+// the library's (two 16-lane vectors per
 // iteration, unaligned loads and stores), into a preallocated output. Each variant adds or
 // swaps a few vector operations; all are timed interleaved, medians of 30 rounds.
 // The tables hold placeholder values: what is timed is the instruction mix, not GELU.
@@ -25,7 +26,10 @@ float table[4][32];
 const float kScale = 2.9f, kClamp = 5.1724f, kOffset = 16.0f + 1.5f * 8388608.0f;
 
 // One loop per variant; the body (the variadic part: it may hold commas) maps the __m512 `v`
-// in place.
+// in place. VSTORE is the store of the variants defined after it: _mm512_storeu_ps (plain) or
+// _mm512_stream_ps (non-temporal; the output is 64-byte aligned, as the library's streaming
+// loops align each chunk).
+#define VSTORE _mm512_storeu_ps
 #define VARIANT(NAME, SETUP, ...)                                         \
   TARGET void NAME(const float* x, float* o, long n) {                    \
     SETUP;                                                                \
@@ -39,9 +43,10 @@ const float kScale = 2.9f, kClamp = 5.1724f, kOffset = 16.0f + 1.5f * 8388608.0f
         __m512& v = b;                                                    \
         __VA_ARGS__;                                                      \
       }                                                                   \
-      _mm512_storeu_ps(o + i, a);                                         \
-      _mm512_storeu_ps(o + i + 16, b);                                    \
+      VSTORE(o + i, a);                                                   \
+      VSTORE(o + i + 16, b);                                              \
     }                                                                     \
+    _mm_sfence();                                                         \
   }
 
 #define TABLES32                                                                      \
@@ -66,15 +71,17 @@ VARIANT(permute4, TABLES32, {
   v = _mm512_add_ps(p, LOOKUP(t0, k));
 })
 // The shipped cells program: 2 clamps, index FMA, 4 lookups, 3 FMAs, 1 multiply.
-VARIANT(cells, TABLES32; CONSTS, {
-  const __m512 xc = _mm512_max_ps(lo, v), xi = _mm512_min_ps(hi, xc);
-  const __m512i k = _mm512_castps_si512(_mm512_fmadd_ps(xi, sc, off));
-  __m512 p = LOOKUP(t3, k);
-  p = _mm512_fmadd_ps(p, xi, LOOKUP(t2, k));
-  p = _mm512_fmadd_ps(p, xi, LOOKUP(t1, k));
-  p = _mm512_fmadd_ps(p, xi, LOOKUP(t0, k));
-  v = _mm512_mul_ps(xc, p);
-})
+#define CELLS_BODY                                                       \
+  {                                                                      \
+    const __m512 xc = _mm512_max_ps(lo, v), xi = _mm512_min_ps(hi, xc);  \
+    const __m512i k = _mm512_castps_si512(_mm512_fmadd_ps(xi, sc, off)); \
+    __m512 p = LOOKUP(t3, k);                                            \
+    p = _mm512_fmadd_ps(p, xi, LOOKUP(t2, k));                           \
+    p = _mm512_fmadd_ps(p, xi, LOOKUP(t1, k));                           \
+    p = _mm512_fmadd_ps(p, xi, LOOKUP(t0, k));                           \
+    v = _mm512_mul_ps(xc, p);                                            \
+  }
+VARIANT(cells, TABLES32; CONSTS, CELLS_BODY)
 // Without the final multiply (a cubic for gelu itself): 10 operations.
 VARIANT(cells_no_mul, TABLES32; CONSTS, {
   const __m512 xc = _mm512_max_ps(lo, v), xi = _mm512_min_ps(hi, xc);
@@ -109,6 +116,12 @@ VARIANT(poly8, const __m512 r2 = _mm512_set1_ps(19.26f); const __m512 s = _mm512
           v = _mm512_mask_max_ps(_mm512_mul_ps(v, inner), tail, v, nz);
         })
 
+// The same loops with non-temporal stores.
+#undef VSTORE
+#define VSTORE _mm512_stream_ps
+VARIANT(copy_loop_nt, , (void)v)
+VARIANT(cells_nt, TABLES32; CONSTS, CELLS_BODY)
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,10 +137,12 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<const char*, std::function<void()>>> variants = {
       {"memcpy", [&] { std::memcpy(o, x, n * 4); }},
       {"loop: load + store", [&] { copy_loop(x, o, n); }},
+      {"loop: load + streaming store", [&] { copy_loop_nt(x, o, n); }},
       {"+ clamp (max, min)", [&] { clamp(x, o, n); }},
       {"+ 3 dependent FMAs", [&] { fma3(x, o, n); }},
       {"4 two-table permutes + 3 adds", [&] { permute4(x, o, n); }},
       {"cells (shipped, 11 ops)", [&] { cells(x, o, n); }},
+      {"cells, streaming stores", [&] { cells_nt(x, o, n); }},
       {"cells without the multiply (10)", [&] { cells_no_mul(x, o, n); }},
       {"16-entry cells, no multiply (10)", [&] { cells16_no_mul(x, o, n); }},
       {"degree-8 polynomial (13 ops)", [&] { poly8(x, o, n); }},

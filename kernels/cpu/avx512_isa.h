@@ -80,6 +80,11 @@ struct Avx512Isa {
   static void store(bf16_t* p, const V (&v)[K]) {
     _mm512_storeu_si512(p, _mm512_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
+  // float32 blocks straight from the registers (p 64-byte aligned: loops.h aligns the head).
+  static void stream_store(float* p, const V (&v)[K]) {
+    _mm512_stream_ps(p, v[0].v);
+    _mm512_stream_ps(p + 16, v[1].v);
+  }
   // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
   // aligned buffer to a 32-byte-aligned destination.
   static void stream_block(void* dst, const void* src, size_t bytes) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "cpu_kernels.h"
 
@@ -55,6 +56,20 @@ TG_INLINE int64_t head_elements(const T* out, int64_t n) {
   return h < n ? h : n;
 }
 
+// HasStreamStore<Isa, T>: the traits store a block of T with non-temporal stores directly
+// (float32: the vectors are the stored data), rather than through the buffer.
+template <class Isa, class T, class = void>
+struct HasStreamStore {
+  static constexpr bool value = false;
+};
+template <class Isa, class T>
+struct HasStreamStore<Isa, T,
+                      decltype(Isa::stream_store(static_cast<T*>(nullptr),
+                                                 std::declval<const typename Isa::V (&)[Isa::K]>()),
+                               void())> {
+  static constexpr bool value = true;
+};
+
 // out[i] = f(in[0][i], ..., in[NIn-1][i]) block by block; f maps one vector of lanes of each
 // input. Stream: whole blocks are written with non-temporal stores (Isa::stream_block, from
 // an aligned buffer in L1, then Isa::stream_fence); the bits are those of the plain loop.
@@ -82,7 +97,9 @@ TG_INLINE void map_n(const T* const (&in)[NIn], T* out, int64_t n, F f) {
         v[0][j] = f(v[0][j], v[1][j]);
       }
     }
-    if constexpr (Stream) {
+    if constexpr (Stream && HasStreamStore<Isa, T>::value) {
+      Isa::stream_store(out + i, v[0]);
+    } else if constexpr (Stream) {
       alignas(64) T ob[Isa::B];
       Isa::store(ob, v[0]);
       Isa::stream_block(out + i, ob, sizeof ob);
