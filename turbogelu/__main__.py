@@ -486,7 +486,7 @@ def main(argv=None) -> int:
         help="the paper's Table 2: reproduced LS column, our fits, floors, Sollya control",
     )
     t.add_argument("--rows", default=None, help="comma-separated row names (all)")
-    t.add_argument("--no-floors", action="store_true", help="skip the floors (~25 s)")
+    t.add_argument("--no-floors", action="store_true", help="skip the floors (~1 min CPU)")
     t.add_argument("--no-sollya", action="store_true", help="skip the Sollya control")
     t.add_argument("--out", default=None, help="write the results as JSON here")
     t.add_argument("--md", default=None, help="write the markdown table here")
