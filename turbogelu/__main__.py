@@ -33,22 +33,32 @@ def _cmd_fit(args) -> int:
     if bad:
         print(f"{', '.join(bad)} need --target (a PolySpec fit)", file=sys.stderr)
         return 2
-    # The kernel spec's defaults (its generated_by command records the values used).
-    range_ = 4.389 if args.range is None else args.range
-    iters = 35 if args.iters is None else args.iters
-    points = 20000 if args.points is None else args.points
-    degree = 8 if args.degree is None else args.degree
     gelu_mode = "exact" if args.gelu_mode is None else args.gelu_mode
     mode = "none" if gelu_mode in ("exact", "none") else gelu_mode
+    # Unset settings: the shipped spec's of this form (spec.DEFAULTS; the file's generated_by
+    # command records the values used).
+    shipped = spec.defaults(mode)
+    range_ = shipped.range if args.range is None else args.range
+    iters = shipped.iters if args.iters is None else args.iters
+    points = shipped.points if args.points is None else args.points
+    degree = shipped.degree if args.degree is None else args.degree
+    print(
+        f"fit {spec.file_mode(mode)}: R {range_!r}, degree {degree}, {iters} IRLS iterations, "
+        f"{points} points",
+        file=sys.stderr,
+    )
     s = spec.build_spec(range_, iters, points, degree, mode)
     text = spec.dumps(s)
     out = spec.spec_path(mode) if args.out is None else args.out
     if str(out) == "-":
         sys.stdout.write(text)
     else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
-        print(f"wrote {out}", file=sys.stderr)
+        try:
+            outcome = spec.write_checked(out, text, force=args.force)
+        except spec.Differs as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(spec.describe_write(out, outcome), file=sys.stderr)
     for name in spec.PARTS:
         e = s[name]["errors"]
         print(
@@ -60,14 +70,21 @@ def _cmd_fit(args) -> int:
     return 0
 
 
-def _write_text(text: str, out) -> None:
-    """Text to stdout (out None or "-") or to a file (parents created)."""
+def _write_text(text: str, out, force: bool = False) -> int:
+    """Text to stdout (out None or "-") or to a file (parents created; a committed spec under
+    data/specs only as spec.write_checked allows). Returns the exit status."""
     if out is None or str(out) == "-":
         sys.stdout.write(text)
-    else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
-        print(f"wrote {out}", file=sys.stderr)
+        return 0
+    from .approx import spec
+
+    try:
+        outcome = spec.write_checked(out, text, force=force)
+    except spec.Differs as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(spec.describe_write(out, outcome), file=sys.stderr)
+    return 0
 
 
 def _fit_opts(args) -> dict:
@@ -103,7 +120,8 @@ def _cmd_fit_target(args) -> int:
         shift=True if args.shift is None else args.shift,
         **_fit_opts(args),
     )
-    _write_text(ps.to_json(), args.out)
+    if _write_text(ps.to_json(), args.out, args.force):
+        return 1
     e = ps.meta["errors"]
     X = ps.meta["error_grid"]["extent"]
     print(ps.describe(), file=sys.stderr)
@@ -212,7 +230,8 @@ def _cmd_search(args) -> int:
             "pareto_front": search.pareto_front(rows),
             "rows": rows,
         }
-        _write_text(json.dumps(payload, indent=1) + "\n", args.out)
+        if _write_text(json.dumps(payload, indent=1) + "\n", args.out):
+            return 1
     if args.plot:
         search.plot_search(rows, args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
@@ -236,6 +255,11 @@ def _cmd_codegen(args) -> int:
             print(f"{path} is up to date", file=sys.stderr)
         return 0
     for path, text in files.items():
+        # An up-to-date file is not rewritten: a new mtime on the header would make `make`
+        # rebuild the extension for nothing.
+        if path.is_file() and path.read_text() == text:
+            print(f"{path} is up to date", file=sys.stderr)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
@@ -432,13 +456,19 @@ def main(argv=None) -> int:
         "(--method, --degree, --fit-interval, --clamp, --format, --variable, --factor), "
         "written as JSON, its errors printed.",
     )
+    # The kernel spec's defaults are the shipped spec's of --gelu-mode (spec.DEFAULTS, not
+    # imported here: the parser stays free of numpy); the command prints the values it uses.
+    shipped = "default: the shipped spec's for --gelu-mode"
     f.add_argument(
-        "--range", type=float, default=None, help="clamp R: polynomial on [-R, R] (4.389)"
+        "--range", type=float, default=None, help=f"clamp R: polynomial on [-R, R] ({shipped})"
     )
-    f.add_argument("--iters", type=int, default=None, help="IRLS iterations (35)")
-    f.add_argument("--points", type=int, default=None, help="sample points on [0, R] (20000)")
+    f.add_argument("--iters", type=int, default=None, help=f"IRLS iterations ({shipped})")
+    f.add_argument("--points", type=int, default=None, help=f"sample points on [0, R] ({shipped})")
     f.add_argument(
-        "--degree", type=int, default=None, help="degree of P (kernel spec: 8; --target: 3)"
+        "--degree",
+        type=int,
+        default=None,
+        help=f"degree of P (kernel spec: {shipped}; --target: 3)",
     )
     f.add_argument("--gelu-mode", choices=("exact", "none", "tanh"), default=None, help="(exact)")
     _add_form_arguments(f)
@@ -447,8 +477,14 @@ def main(argv=None) -> int:
     f.add_argument(
         "--out",
         default=None,
-        help="output path (kernel spec: default data/specs/gelu_<mode>.json; --target: default "
-        "stdout; - for stdout)",
+        help="output path (kernel spec: default data/specs/gelu_<mode>.json, which is left "
+        "untouched when the fit matches it and not overwritten when it differs; --target: "
+        "default stdout; - for stdout)",
+    )
+    f.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite a committed spec (data/specs/) that differs from the fit",
     )
     f.set_defaults(func=_cmd_fit)
 
