@@ -325,20 +325,59 @@ def _parse_value(text: str):
         return text
 
 
+# Set by the notebook command's own flags, not by -p.
+_NOTEBOOK_FLAGS = {"quick": "--quick", "results_dir": "--results-dir"}
+
+
 def _cmd_notebook(args) -> int:
+    import time
+
     from . import notebooks
 
-    params = {"quick": args.quick, "results_dir": args.results_dir}
+    try:
+        nb = notebooks.notebook_path(args.name)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    known = notebooks.parameter_names(nb)
+    params = {"quick": args.quick}
+    if "results_dir" in known:
+        params["results_dir"] = args.results_dir
+    given = {}
     for item in args.param or []:
         key, sep, value = item.partition("=")
         if not sep:
-            print(f"-p needs KEY=VALUE, got {item!r}", file=sys.stderr)
+            print(f"error: -p needs KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
-        params[key] = _parse_value(value)
-    nb = notebooks.notebook_path(args.name)
-    out = args.out or f"reports/{nb.stem}{'_quick' if args.quick else ''}.ipynb"
-    notebooks.execute(nb, out, params)
-    print(f"wrote {out}", file=sys.stderr)
+        if key in _NOTEBOOK_FLAGS:
+            print(f"error: -p {key}: use {_NOTEBOOK_FLAGS[key]}", file=sys.stderr)
+            return 2
+        if key not in known:
+            print(f"error: {nb.name} has no parameter {key!r}; its parameters: {known}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        given[key] = _parse_value(value)
+    # Explicit values are injected after the mode: the notebooks fill only the parameters left
+    # at None from their quick or full settings (notebooks.by_mode), so -p wins over --quick.
+    params.update(given)
+    out = Path(args.out) if args.out else notebooks.REPO / "reports" / "notebooks" / nb.name
+    mode = "quick" if args.quick else "full"
+    extra = f", -p {given}" if given else ""
+    print(f"executing {nb.name} ({mode} mode{extra}) -> {out}", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    try:
+        notebooks.execute(nb, out, params, progress=not args.no_progress)
+    except Exception as exc:  # a cell raised (papermill's PapermillExecutionError), or the
+        # kernel did not start: the last line of the error, and where the traceback is
+        last = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+        where = ""
+        if out.is_file():
+            where = f"\nthe executed copy, with the traceback: {out}, {notebooks.render_html(out)}"
+        print(f"error: {nb.name} failed: {last}{where}", file=sys.stderr)
+        return 1
+    html = notebooks.render_html(out)
+    secs = time.perf_counter() - t0
+    print(f"wrote {out} and {html} ({secs:.0f} s)", file=sys.stderr)
     return 0
 
 
@@ -565,12 +604,31 @@ def main(argv=None) -> int:
     w.add_argument("--out", default=None, help="output folder (the file's out_dir)")
     w.set_defaults(func=_cmd_sweep)
 
-    n = sub.add_parser("notebook", help="execute one report notebook with papermill")
+    n = sub.add_parser(
+        "notebook",
+        help="execute one report notebook with papermill, and render it to HTML",
+        description="Executes the notebook with papermill (a progress bar of its cells on "
+        "stderr) into --out and renders it to HTML beside it, as `make reproduce` does. "
+        "A parameter given with -p wins over --quick: the quick mode only sets those left "
+        "unset.",
+    )
     n.add_argument("name", help="a notebook's stem (01_tail_clamping) or path")
     n.add_argument("--quick", action="store_true", help="the notebook's quick mode")
-    n.add_argument("--results-dir", default="results", help="where it writes its JSON (results)")
-    n.add_argument("-p", "--param", action="append", help="KEY=VALUE (JSON value) parameter")
-    n.add_argument("--out", default=None, help="executed notebook (reports/<stem>.ipynb)")
+    n.add_argument(
+        "--results-dir",
+        default="results",
+        help="where it writes its JSON (results; relative paths: to the repository)",
+    )
+    n.add_argument(
+        "-p", "--param", action="append", help="KEY=VALUE parameter (JSON value); repeatable"
+    )
+    n.add_argument(
+        "--out",
+        default=None,
+        help="the executed notebook, its HTML beside it (reports/notebooks/<stem>.ipynb in "
+        "the repository, where `make reproduce` writes it)",
+    )
+    n.add_argument("--no-progress", action="store_true", help="no progress bar")
     n.set_defaults(func=_cmd_notebook)
 
     b = sub.add_parser("bench", help="time turbogelu against PyTorch and a copy of the same bytes")
