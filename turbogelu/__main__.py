@@ -469,9 +469,10 @@ def _cmd_paper(args) -> int:
 
 
 def _run_command(args) -> int:
-    """The subcommand; a ValueError from the lab, data or mnist (an unknown target, a bad
-    range, an unknown activation, ...) is a usage error: its message and exit status 2."""
-    lab = args.command in ("search", "data", "mnist") or (
+    """The subcommand; a ValueError from the lab, data, mnist or sweep (an unknown target, a bad
+    range, an unknown activation, a bad sweep file, ...) is a usage error: its message and exit
+    status 2."""
+    lab = args.command in ("search", "data", "mnist", "sweep") or (
         args.command == "fit" and args.target is not None
     )
     if not lab:  # the kernel spec fit, codegen, report, bench: unchanged
@@ -601,6 +602,13 @@ def main(argv=None) -> int:
     )
     w.add_argument("--jobs", type=int, default=1, help="points run in parallel (1)")
     w.add_argument("--quick", action="store_true", help="quick grid and quick=True notebooks")
+    w.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        help="KEY=VALUE (JSON value): fix a point parameter for every point (wins over the "
+        "file's grids, quick or not); repeatable",
+    )
     w.add_argument("--out", default=None, help="output folder (the file's out_dir)")
     w.set_defaults(func=_cmd_sweep)
 
