@@ -27,6 +27,7 @@ EXECUTED = [
     "06_mnist_mlp",
     "07_polynomial_family",
     "08_cells",
+    "09_min_degree",
 ]
 
 
