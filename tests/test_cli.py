@@ -51,3 +51,13 @@ def test_report_missing_spec_is_a_clear_error(tmp_path):
     r = _run("report", "--spec", str(tmp_path / "nope.json"))
     assert r.returncode != 0
     assert "spec file not found" in r.stderr
+
+
+def test_reproduce_shows_the_benchmark_progress():
+    # The benchmark is the longest step (~9 min in the full run): its progress is shown
+    # (a bar on a terminal, a line per part otherwise), not turned off.
+    from turbogelu import reproduce
+
+    for quick in (True, False):
+        (cmd,) = reproduce.steps(quick)["bench"]
+        assert cmd[3] == "bench" and "--no-progress" not in cmd

@@ -297,3 +297,119 @@ def test_matched_backward_is_the_forward_derivative(mode):
     big = np.abs(fd) >= 1e-2
     np.testing.assert_allclose(got[big], fd[big], rtol=1e-6, atol=0)
     np.testing.assert_allclose(got, fd, rtol=0, atol=2e-8)
+
+
+# ---------------------------------------------------------------- shipped settings, one place
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_defaults_table_made_the_committed_specs(mode):
+    d = spec.defaults(mode)
+    s = committed(mode)
+    assert s["generated_by"] == spec.fit_command(d.range, d.iters, d.points, d.degree, mode)
+    assert s["range"] == d.range and s["forward"]["degree"] == d.degree
+    assert spec.defaults("exact") is spec.defaults("none") is spec.DEFAULTS["exact"]
+    with pytest.raises(ValueError, match="no shipped spec"):
+        spec.defaults("sigmoid")
+
+
+# Where the exact spec's R may still be written besides spec.DEFAULTS, and why.
+R_COPIES = {
+    "turbogelu/bench.py": "imported by the CLI parser, which must not import numpy; checked "
+    "equal to the table below",
+    "turbogelu/sweep.py": "its docstring's example of a sweep file",
+    "experiments/sweeps/default.json": "a grid of R values, the shipped one among them",
+    "tests/test_sweep.py": "sweep grids of the tests",
+    "tests/test_paper.py": "a made-up notebook result",
+}
+
+
+def test_shipped_settings_are_written_in_one_place():
+    r = repr(spec.DEFAULTS["exact"].range)
+    found = set()
+    for top in ("turbogelu", "notebooks", "tests", "experiments", "Makefile"):
+        base = REPO / top
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in ("", ".py", ".ipynb", ".json", ".md", ".toml"):
+                if r in path.read_text(errors="replace"):
+                    found.add(path.relative_to(REPO).as_posix())
+    assert found - set(R_COPIES) == {"turbogelu/approx/spec.py"}, found
+    from turbogelu import bench
+
+    assert bench.R_EXACT == spec.DEFAULTS["exact"].range
+    # `make fit` and the CLI pass and hold no numbers: they take the table's.
+    make_fit = (REPO / "Makefile").read_text().split("\nfit:")[1].split("\n\n")[0]
+    assert "turbogelu fit --gelu-mode tanh" in make_fit and "turbogelu.approx.cells" in make_fit
+    for flag in ("--range", "--iters", "--points", "--degree"):
+        assert flag not in make_fit
+    cli = (REPO / "turbogelu" / "__main__.py").read_text()
+    assert repr(spec.DEFAULTS["tanh"].range) not in cli and " 20000" not in cli
+
+
+def _spec_files() -> dict:
+    """Every committed spec file: its bytes and modification time."""
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(SPEC_DIR.rglob("*.json"))}
+
+
+def test_fit_with_defaults_writes_out_and_leaves_committed_specs_untouched(tmp_path):
+    before = _spec_files()
+    out = tmp_path / "tanh.json"
+    argv = ["fit", "--gelu-mode", "tanh", "--out", str(out)]
+    proc = _run([sys.executable, "-m", "turbogelu", *argv], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    d = spec.DEFAULTS["tanh"]
+    assert f"R {d.range!r}, degree {d.degree}, {d.iters} IRLS iterations" in proc.stderr
+    got = json.loads(out.read_text())
+    assert got["range"] == d.range and got["generated_by"] == committed("tanh")["generated_by"]
+    assert spec.differences(committed("tanh"), got) == []
+    # No arguments at all: the default output is the committed exact spec, which the refit
+    # matches; it is left as it is (not even rewritten with the same bytes).
+    proc = _run([sys.executable, "-m", "turbogelu", "fit"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "unchanged" in proc.stderr
+    assert _spec_files() == before
+
+
+def test_differences_name_fields_and_tolerate_only_measured_figures():
+    s = committed("none")
+    t = json.loads(json.dumps(s))
+    assert spec.differences(s, t) == []
+    e = t["backward_direct"]["errors"]
+    e["mean_abs_float32_grid"] *= 1 + 1e-12  # summation order: tolerated
+    assert spec.differences(s, t) == []
+    e["max_abs_float32"] *= 1 + 1e-6  # not a rounding difference
+    c0 = F32(float.fromhex(t["forward"]["coefficients"][0]))
+    t["forward"]["coefficients"][0] = spec.f32_hex(float(np.nextafter(c0, F32(1.0))))
+    t["forward"]["points"] = 2000
+    del t["default_backward"]
+    diffs = spec.differences(s, t)
+    assert len(diffs) == 4, diffs
+    assert any(d.startswith("backward_direct.errors.max_abs_float32: ") for d in diffs)
+    old, new = s["forward"]["coefficients"][0], t["forward"]["coefficients"][0]
+    assert f'forward.coefficients[0]: "{old}" -> "{new}"' in diffs
+    assert "forward.points: 20000 -> 2000" in diffs
+    assert 'default_backward: "direct" -> (absent)' in diffs
+    # the kernels' values: exact even under a measured key's tolerance elsewhere
+    assert spec.differences({"seconds": 1.0, "a": 1}, {"seconds": 2.0, "a": 1}) == []
+
+
+def test_fit_refuses_to_overwrite_a_differing_committed_spec(tmp_path, monkeypatch, capsys):
+    import turbogelu.__main__ as cli
+
+    monkeypatch.setattr(spec, "SPEC_DIR", tmp_path)
+    target = tmp_path / "gelu_tanh.json"
+    target.write_text(SPEC_FILES["tanh"].read_text())
+    before = target.read_bytes()
+    fast = ["fit", "--gelu-mode", "tanh", "--points", "2000", "--iters", "3"]
+    assert cli.main(fast) == 1
+    err = capsys.readouterr().err
+    assert f"{target} is committed and differs" in err and "--force" in err
+    assert "forward.points: 20000 -> 2000" in err and "forward.iters: 35 -> 3" in err
+    assert "forward.coefficients[" in err  # a different fit: its coefficients are named
+    assert target.read_bytes() == before
+    # --out elsewhere writes; --force overwrites the committed one
+    other = tmp_path / "elsewhere" / "x.json"
+    assert cli.main([*fast, "--out", str(other)]) == 0 and other.is_file()
+    assert cli.main([*fast, "--force"]) == 0
+    assert "overwrote" in capsys.readouterr().err
+    assert spec.differences(json.loads(other.read_text()), json.loads(target.read_text())) == []

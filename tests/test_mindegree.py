@@ -351,3 +351,19 @@ def test_min_degree_gelu_table(fmt, criterion, family):
     assert r.lower.proven and r.lower.exact_proven
     p = md.problem("gelu", fmt, criterion)
     assert _check_exact_certificate(p, family, r.degree - 1, r.lower.exact_certificate) > 0
+
+
+def test_min_degree_bfloat16_faithful_even_without_near_tie_exclusion():
+    # N = 0: only the tail (and exact ties, none for GELU) set aside, as notebook 09 and the
+    # paper report it: one degree more than with the default N = 4 (the test above), because
+    # the near-ties at the tail's edge must then be served too.
+    r = md.min_degree("gelu", "bfloat16", "even", "faithful", near_tie_ulps=0, start_degree=7)
+    assert (r.degree, r.degree_in_u, r.proven_minimum) == (8, 18, True)
+    assert r.lower.degree == 7 and r.lower.proven and r.lower.exact_proven
+    p4 = _prob("bfloat16", "faithful")  # N = 4
+    c, c4 = r.classes, md.class_counts(p4)
+    assert c["near_tie"]["excluded"] == 0 and c["tie"]["excluded"] == 0
+    assert c["tail"]["excluded"] == c4["tail"]["excluded"] and c4["near_tie"]["excluded"] > 0
+    # every input but the tail's is checked, and within 1 ulp
+    assert r.verification["checked"] == p4.x.size - c["tail"]["excluded"]
+    assert r.verification["failures"] == 0 and r.verification["max_ulp"] <= 1

@@ -27,6 +27,7 @@ EXECUTED = [
     "06_mnist_mlp",
     "07_polynomial_family",
     "08_cells",
+    "09_min_degree",
 ]
 
 
@@ -103,3 +104,78 @@ def test_kernelspec_runs_this_interpreter():
     spec = json.loads((notebooks.Path(root) / "kernels" / name / "kernel.json").read_text())
     assert spec["argv"][0] == sys.executable
     assert spec["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(notebooks.REPO)
+
+
+# ---------------------------------------------------------------- python -m turbogelu notebook
+
+
+def test_notebook_command_explicit_parameter_wins_quiet_log_and_html(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "reports" / "01.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "turbogelu", "notebook", "01_tail_clamping", "--quick",
+         "-p", "degrees=[8]", "--results-dir", str(tmp_path), "--out", str(out)],
+        cwd=notebooks.REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    params = json.loads((tmp_path / "01_tail_clamping.json").read_text())["parameters"]
+    # -p degrees wins over --quick's degrees; the quick mode still sets what was not given
+    # (its coarser R step: 3.5 scanned, 3.3 not)
+    assert params["quick"] is True and params["degrees"] == [8]
+    assert 3.5 in params["ranges"] and 3.3 not in params["ranges"]
+    assert out.is_file() and out.with_suffix(".html").is_file()
+    assert f"wrote {out} and {out.with_suffix('.html')}" in proc.stderr
+    assert "01_tail_clamping: 100%" in proc.stderr  # papermill's progress bar of cells
+    # the kernel's log: no transport warning, no KeyboardInterrupt at shutdown
+    assert "without encryption" not in log and "KeyboardInterrupt" not in log, log
+
+
+def test_notebook_command_paths_and_parameter_errors(monkeypatch, capsys):
+    import turbogelu.__main__ as cli
+
+    ran = []
+    monkeypatch.setattr(
+        notebooks, "execute", lambda nb, out, params, **kw: ran.append((out, params))
+    )
+    monkeypatch.setattr(notebooks, "render_html", lambda out: out.with_suffix(".html"))
+    assert cli.main(["notebook", "03_estrin_evaluation", "--quick", "-p", "rounds=3"]) == 0
+    out, params = ran[-1]
+    # the default output: where make reproduce writes, as --help says
+    assert out == notebooks.REPO / "reports" / "notebooks" / "03_estrin_evaluation.ipynb"
+    assert params == {"quick": True, "results_dir": "results", "rounds": 3}
+    with pytest.raises(SystemExit):
+        cli.main(["notebook", "--help"])
+    assert "reports/notebooks/<stem>.ipynb" in capsys.readouterr().out
+    capsys.readouterr()
+    assert cli.main(["notebook", "03_estrin_evaluation", "-p", "round=3"]) == 2
+    assert "has no parameter 'round'" in capsys.readouterr().err
+    assert cli.main(["notebook", "03_estrin_evaluation", "-p", "quick=true"]) == 2
+    assert "use --quick" in capsys.readouterr().err
+    assert cli.main(["notebook", "no_such_notebook"]) == 2
+    assert "no notebook 'no_such_notebook'" in capsys.readouterr().err
+    assert len(ran) == 1
+
+
+def test_quiet_kernel_manager(tmp_path):
+    import asyncio
+
+    notebooks.kernel_name()
+    km = notebooks.kernel_manager_class()(kernel_name=notebooks.KERNEL_NAME)
+    # ipc sockets in the kernelspec's private directory (absolute: the kernel runs elsewhere)
+    assert km.transport == "ipc"
+    root = notebooks.Path(notebooks._kernel_root)
+    assert notebooks.Path(km.ip).is_absolute() and notebooks.Path(km.ip).parent == root
+    # no interrupt at shutdown: the base class would raise here (no kernel is running)
+    km.shutting_down = True
+    asyncio.run(km._async_interrupt_kernel())
+    km.shutting_down = False
+    with pytest.raises(RuntimeError, match="No kernel is running"):
+        asyncio.run(km._async_interrupt_kernel())
+
+
+def test_by_mode():
+    assert notebooks.by_mode(None, True, 10, 2) == 2 and notebooks.by_mode(None, False, 10, 2) == 10
+    assert notebooks.by_mode(7, True, 10, 2) == 7 and notebooks.by_mode(0, False, 10, 2) == 0

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from turbogelu.approx import clamping, family_fit, methods, polyspec
+from turbogelu.approx import clamping, family_fit, methods, polyspec, spec
 
 
 def test_crossing_of_degree_8_is_near_the_shipped_clamp():
     rows = clamping.scan("gelu", 8, [4.25, 4.5], grid_points=2049)
     assert rows[0]["decided_by"] == "tail" and rows[1]["decided_by"] == "polynomial"
     c = clamping.crossing(rows)
-    # The minimax degree-8 fit's crossing sits within 0.05 of the kernels' 4.389.
-    assert c is not None and abs(c["range"] - 4.389) < 0.05
+    # The minimax degree-8 fit's crossing sits within 0.05 of the kernels' R.
+    assert c is not None and abs(c["range"] - spec.DEFAULTS["exact"].range) < 0.05
     assert 2e-5 < c["error"] < 3e-5
     assert clamping.best(rows) in rows
     assert clamping.crossing(rows[:1]) is None

@@ -90,3 +90,33 @@ def test_time_spec_times_a_fitted_spec_through_poly_gelu():
     sig = fit_polyspec("sigmoid", "u", 0, 3, 5.0, 5.0, "float32", "remez", replay=False)
     us, note = sweep.time_spec(sig, size=4096, rounds=3, calls=2)
     assert us is None and "x/2 + even" in note
+
+
+def test_explicit_parameters_win_over_the_quick_grid(tmp_path, monkeypatch, capsys):
+    s = {
+        "name": "t",
+        "fixed": {"target": "gelu"},
+        "grid": {"fit_range": [4.0, 4.5], "degree": [6, 8], "method": ["remez"]},
+        "quick_grid": {"degree": [6]},
+    }
+    # -p degree=8 with --quick: every point has degree 8 (the quick grid said 6)
+    pts = sweep.points(sweep.fix(s, {"degree": 8}), quick=True)
+    assert [p["degree"] for p in pts] == [8, 8] and {p["fit_range"] for p in pts} == {4.0, 4.5}
+    # a file may not leave it open either: a parameter both fixed and swept is refused
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({**s, "fixed": {"target": "gelu", "degree": 8}}))
+    with pytest.raises(ValueError, match=r"\['degree'\] both fixed and in a grid"):
+        sweep.load(f)
+    # the command line: -p values reach the run, checked against the notebook's parameters
+    import turbogelu.__main__ as cli
+
+    f.write_text(json.dumps(s))
+    got = {}
+    table = tmp_path / "table.md"
+    table.write_text("| degree |\n")
+    res = {"failed": [], "table_md": table}
+    monkeypatch.setattr(sweep, "run", lambda *a, **kw: got.update(kw) or res)
+    assert cli.main(["sweep", str(f), "--quick", "-p", "degree=8"]) == 0
+    assert got["params"] == {"degree": 8} and got["quick"] is True
+    assert cli.main(["sweep", str(f), "-p", "degre=8"]) == 2
+    assert "-p degre: not a point parameter" in capsys.readouterr().err

@@ -33,22 +33,32 @@ def _cmd_fit(args) -> int:
     if bad:
         print(f"{', '.join(bad)} need --target (a PolySpec fit)", file=sys.stderr)
         return 2
-    # The kernel spec's defaults (its generated_by command records the values used).
-    range_ = 4.389 if args.range is None else args.range
-    iters = 35 if args.iters is None else args.iters
-    points = 20000 if args.points is None else args.points
-    degree = 8 if args.degree is None else args.degree
     gelu_mode = "exact" if args.gelu_mode is None else args.gelu_mode
     mode = "none" if gelu_mode in ("exact", "none") else gelu_mode
+    # Unset settings: the shipped spec's of this form (spec.DEFAULTS; the file's generated_by
+    # command records the values used).
+    shipped = spec.defaults(mode)
+    range_ = shipped.range if args.range is None else args.range
+    iters = shipped.iters if args.iters is None else args.iters
+    points = shipped.points if args.points is None else args.points
+    degree = shipped.degree if args.degree is None else args.degree
+    print(
+        f"fit {spec.file_mode(mode)}: R {range_!r}, degree {degree}, {iters} IRLS iterations, "
+        f"{points} points",
+        file=sys.stderr,
+    )
     s = spec.build_spec(range_, iters, points, degree, mode)
     text = spec.dumps(s)
     out = spec.spec_path(mode) if args.out is None else args.out
     if str(out) == "-":
         sys.stdout.write(text)
     else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
-        print(f"wrote {out}", file=sys.stderr)
+        try:
+            outcome = spec.write_checked(out, text, force=args.force)
+        except spec.Differs as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(spec.describe_write(out, outcome), file=sys.stderr)
     for name in spec.PARTS:
         e = s[name]["errors"]
         print(
@@ -60,14 +70,21 @@ def _cmd_fit(args) -> int:
     return 0
 
 
-def _write_text(text: str, out) -> None:
-    """Text to stdout (out None or "-") or to a file (parents created)."""
+def _write_text(text: str, out, force: bool = False) -> int:
+    """Text to stdout (out None or "-") or to a file (parents created; a committed spec under
+    data/specs only as spec.write_checked allows). Returns the exit status."""
     if out is None or str(out) == "-":
         sys.stdout.write(text)
-    else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
-        print(f"wrote {out}", file=sys.stderr)
+        return 0
+    from .approx import spec
+
+    try:
+        outcome = spec.write_checked(out, text, force=force)
+    except spec.Differs as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(spec.describe_write(out, outcome), file=sys.stderr)
+    return 0
 
 
 def _fit_opts(args) -> dict:
@@ -103,7 +120,8 @@ def _cmd_fit_target(args) -> int:
         shift=True if args.shift is None else args.shift,
         **_fit_opts(args),
     )
-    _write_text(ps.to_json(), args.out)
+    if _write_text(ps.to_json(), args.out, args.force):
+        return 1
     e = ps.meta["errors"]
     X = ps.meta["error_grid"]["extent"]
     print(ps.describe(), file=sys.stderr)
@@ -212,7 +230,8 @@ def _cmd_search(args) -> int:
             "pareto_front": search.pareto_front(rows),
             "rows": rows,
         }
-        _write_text(json.dumps(payload, indent=1) + "\n", args.out)
+        if _write_text(json.dumps(payload, indent=1) + "\n", args.out):
+            return 1
     if args.plot:
         search.plot_search(rows, args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
@@ -236,6 +255,11 @@ def _cmd_codegen(args) -> int:
             print(f"{path} is up to date", file=sys.stderr)
         return 0
     for path, text in files.items():
+        # An up-to-date file is not rewritten: a new mtime on the header would make `make`
+        # rebuild the extension for nothing.
+        if path.is_file() and path.read_text() == text:
+            print(f"{path} is up to date", file=sys.stderr)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
@@ -301,20 +325,59 @@ def _parse_value(text: str):
         return text
 
 
+# Set by the notebook command's own flags, not by -p.
+_NOTEBOOK_FLAGS = {"quick": "--quick", "results_dir": "--results-dir"}
+
+
 def _cmd_notebook(args) -> int:
+    import time
+
     from . import notebooks
 
-    params = {"quick": args.quick, "results_dir": args.results_dir}
+    try:
+        nb = notebooks.notebook_path(args.name)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    known = notebooks.parameter_names(nb)
+    params = {"quick": args.quick}
+    if "results_dir" in known:
+        params["results_dir"] = args.results_dir
+    given = {}
     for item in args.param or []:
         key, sep, value = item.partition("=")
         if not sep:
-            print(f"-p needs KEY=VALUE, got {item!r}", file=sys.stderr)
+            print(f"error: -p needs KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
-        params[key] = _parse_value(value)
-    nb = notebooks.notebook_path(args.name)
-    out = args.out or f"reports/{nb.stem}{'_quick' if args.quick else ''}.ipynb"
-    notebooks.execute(nb, out, params)
-    print(f"wrote {out}", file=sys.stderr)
+        if key in _NOTEBOOK_FLAGS:
+            print(f"error: -p {key}: use {_NOTEBOOK_FLAGS[key]}", file=sys.stderr)
+            return 2
+        if key not in known:
+            print(f"error: {nb.name} has no parameter {key!r}; its parameters: {known}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        given[key] = _parse_value(value)
+    # Explicit values are injected after the mode: the notebooks fill only the parameters left
+    # at None from their quick or full settings (notebooks.by_mode), so -p wins over --quick.
+    params.update(given)
+    out = Path(args.out) if args.out else notebooks.REPO / "reports" / "notebooks" / nb.name
+    mode = "quick" if args.quick else "full"
+    extra = f", -p {given}" if given else ""
+    print(f"executing {nb.name} ({mode} mode{extra}) -> {out}", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    try:
+        notebooks.execute(nb, out, params, progress=not args.no_progress)
+    except Exception as exc:  # a cell raised (papermill's PapermillExecutionError), or the
+        # kernel did not start: the last line of the error, and where the traceback is
+        last = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+        where = ""
+        if out.is_file():
+            where = f"\nthe executed copy, with the traceback: {out}, {notebooks.render_html(out)}"
+        print(f"error: {nb.name} failed: {last}{where}", file=sys.stderr)
+        return 1
+    html = notebooks.render_html(out)
+    secs = time.perf_counter() - t0
+    print(f"wrote {out} and {html} ({secs:.0f} s)", file=sys.stderr)
     return 0
 
 
@@ -406,9 +469,10 @@ def _cmd_paper(args) -> int:
 
 
 def _run_command(args) -> int:
-    """The subcommand; a ValueError from the lab, data or mnist (an unknown target, a bad
-    range, an unknown activation, ...) is a usage error: its message and exit status 2."""
-    lab = args.command in ("search", "data", "mnist") or (
+    """The subcommand; a ValueError from the lab, data, mnist or sweep (an unknown target, a bad
+    range, an unknown activation, a bad sweep file, ...) is a usage error: its message and exit
+    status 2."""
+    lab = args.command in ("search", "data", "mnist", "sweep") or (
         args.command == "fit" and args.target is not None
     )
     if not lab:  # the kernel spec fit, codegen, report, bench: unchanged
@@ -432,13 +496,19 @@ def main(argv=None) -> int:
         "(--method, --degree, --fit-interval, --clamp, --format, --variable, --factor), "
         "written as JSON, its errors printed.",
     )
+    # The kernel spec's defaults are the shipped spec's of --gelu-mode (spec.DEFAULTS, not
+    # imported here: the parser stays free of numpy); the command prints the values it uses.
+    shipped = "default: the shipped spec's for --gelu-mode"
     f.add_argument(
-        "--range", type=float, default=None, help="clamp R: polynomial on [-R, R] (4.389)"
+        "--range", type=float, default=None, help=f"clamp R: polynomial on [-R, R] ({shipped})"
     )
-    f.add_argument("--iters", type=int, default=None, help="IRLS iterations (35)")
-    f.add_argument("--points", type=int, default=None, help="sample points on [0, R] (20000)")
+    f.add_argument("--iters", type=int, default=None, help=f"IRLS iterations ({shipped})")
+    f.add_argument("--points", type=int, default=None, help=f"sample points on [0, R] ({shipped})")
     f.add_argument(
-        "--degree", type=int, default=None, help="degree of P (kernel spec: 8; --target: 3)"
+        "--degree",
+        type=int,
+        default=None,
+        help=f"degree of P (kernel spec: {shipped}; --target: 3)",
     )
     f.add_argument("--gelu-mode", choices=("exact", "none", "tanh"), default=None, help="(exact)")
     _add_form_arguments(f)
@@ -447,8 +517,14 @@ def main(argv=None) -> int:
     f.add_argument(
         "--out",
         default=None,
-        help="output path (kernel spec: default data/specs/gelu_<mode>.json; --target: default "
-        "stdout; - for stdout)",
+        help="output path (kernel spec: default data/specs/gelu_<mode>.json, which is left "
+        "untouched when the fit matches it and not overwritten when it differs; --target: "
+        "default stdout; - for stdout)",
+    )
+    f.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite a committed spec (data/specs/) that differs from the fit",
     )
     f.set_defaults(func=_cmd_fit)
 
@@ -526,15 +602,41 @@ def main(argv=None) -> int:
     )
     w.add_argument("--jobs", type=int, default=1, help="points run in parallel (1)")
     w.add_argument("--quick", action="store_true", help="quick grid and quick=True notebooks")
+    w.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        help="KEY=VALUE (JSON value): fix a point parameter for every point (wins over the "
+        "file's grids, quick or not); repeatable",
+    )
     w.add_argument("--out", default=None, help="output folder (the file's out_dir)")
     w.set_defaults(func=_cmd_sweep)
 
-    n = sub.add_parser("notebook", help="execute one report notebook with papermill")
+    n = sub.add_parser(
+        "notebook",
+        help="execute one report notebook with papermill, and render it to HTML",
+        description="Executes the notebook with papermill (a progress bar of its cells on "
+        "stderr) into --out and renders it to HTML beside it, as `make reproduce` does. "
+        "A parameter given with -p wins over --quick: the quick mode only sets those left "
+        "unset.",
+    )
     n.add_argument("name", help="a notebook's stem (01_tail_clamping) or path")
     n.add_argument("--quick", action="store_true", help="the notebook's quick mode")
-    n.add_argument("--results-dir", default="results", help="where it writes its JSON (results)")
-    n.add_argument("-p", "--param", action="append", help="KEY=VALUE (JSON value) parameter")
-    n.add_argument("--out", default=None, help="executed notebook (reports/<stem>.ipynb)")
+    n.add_argument(
+        "--results-dir",
+        default="results",
+        help="where it writes its JSON (results; relative paths: to the repository)",
+    )
+    n.add_argument(
+        "-p", "--param", action="append", help="KEY=VALUE parameter (JSON value); repeatable"
+    )
+    n.add_argument(
+        "--out",
+        default=None,
+        help="the executed notebook, its HTML beside it (reports/notebooks/<stem>.ipynb in "
+        "the repository, where `make reproduce` writes it)",
+    )
+    n.add_argument("--no-progress", action="store_true", help="no progress bar")
     n.set_defaults(func=_cmd_notebook)
 
     b = sub.add_parser("bench", help="time turbogelu against PyTorch and a copy of the same bytes")

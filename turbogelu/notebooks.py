@@ -12,6 +12,12 @@ put first on ``JUPYTER_PATH``, whose command is this interpreter (``sys.executab
 ipykernel_launcher``) and whose ``PYTHONPATH`` starts with this checkout: the kernel imports
 the same ``turbogelu`` as the caller, from a ``make test`` venv (editable install) or from a
 plain ``PYTHONPATH=...`` run alike. Nothing is written outside that temporary directory.
+
+The kernel's log stays quiet (``kernel_manager_class``): it talks to papermill over Unix
+sockets in that directory (ZeroMQ's ipc transport) instead of TCP on localhost, so ipykernel
+has no unencrypted TCP to warn about; and it is shut down without the SIGINT jupyter_client
+sends first "in case it is busy" (it is idle: papermill has finished), which ipykernel would
+log as the error "KeyboardInterrupt caught in kernel".
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,6 +41,10 @@ KERNEL_NAME = "turbogelu-python"
 PARAMETERS_TAG = "parameters"
 
 _kernel_root: str | None = None
+_manager_class = None
+# A Unix socket path has at most 107 bytes on Linux (103 on macOS); the ipc transport adds
+# "-<port>" to the base below.
+_MAX_SOCKET_BASE = 90
 
 
 def kernel_name() -> str:
@@ -62,6 +73,39 @@ def kernel_name() -> str:
     return KERNEL_NAME
 
 
+def kernel_manager_class():
+    """The jupyter_client kernel manager papermill runs the kernels with (module docstring):
+    ipc transport with its sockets in the kernelspec's temporary directory where the platform
+    has it (else TCP, as before), and no interrupt before the shutdown."""
+    global _manager_class
+    if _manager_class is None:
+        import zmq
+        from jupyter_client.manager import AsyncKernelManager
+        from traitlets import CaselessStrEnum, default
+
+        root = Path(_kernel_root or tempfile.gettempdir())
+        ipc = zmq.has("ipc") and len(str(root)) + 18 <= _MAX_SOCKET_BASE
+
+        class QuietKernelManager(AsyncKernelManager):
+            transport = CaselessStrEnum(
+                ["tcp", "ipc"], default_value="ipc" if ipc else "tcp", config=True
+            )
+
+            @default("ip")
+            def _ip_for_transport(self) -> str:
+                if self.transport == "ipc":  # an absolute, per-kernel base for the sockets
+                    return str(Path(_kernel_root or root) / f"ipc-{uuid.uuid4().hex[:12]}")
+                return super()._ip_default()
+
+            async def _async_interrupt_kernel(self) -> None:
+                if self.shutting_down:  # an idle kernel: the shutdown request suffices
+                    return
+                await super()._async_interrupt_kernel()
+
+        _manager_class = QuietKernelManager
+    return _manager_class
+
+
 def notebook_path(name: str | Path) -> Path:
     """A notebook by path, or by stem in ``notebooks/`` ("01_tail_clamping")."""
     p = Path(name)
@@ -82,25 +126,49 @@ def execute(
     cwd: str | Path = REPO,
     timeout: float | None = None,
     log_output: bool = False,
+    progress: bool = False,
 ):
     """Execute ``notebook`` with papermill into ``output`` (an .ipynb), with ``parameters``
     injected after its ``parameters`` cell; the kernel runs in ``cwd`` (the repository root
     by default, so relative paths in parameters mean the same as on the command line).
-    Raises papermill's PapermillExecutionError if a cell fails. Returns the executed notebook
-    (an nbformat NotebookNode)."""
+    ``progress``: papermill's bar of executed cells on stderr. Raises papermill's
+    PapermillExecutionError if a cell fails. Returns the executed notebook (an nbformat
+    NotebookNode)."""
     import papermill
 
+    path = notebook_path(notebook)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
+    name = kernel_name()
     return papermill.execute_notebook(
-        str(notebook_path(notebook)),
+        str(path),
         str(output),
         parameters=dict(parameters or {}),
-        kernel_name=kernel_name(),
+        kernel_name=name,
         cwd=str(cwd),
-        progress_bar=False,
+        progress_bar={"desc": path.stem, "file": sys.stderr} if progress else False,
         log_output=log_output,
         execution_timeout=timeout,
+        kernel_manager_class=kernel_manager_class(),
     )
+
+
+def render_html(executed: str | Path) -> Path:
+    """An executed notebook rendered to HTML beside it (same name, .html); returns the path."""
+    import nbconvert
+    import nbformat
+
+    executed = Path(executed)
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
+    out = executed.with_suffix(".html")
+    out.write_text(body)
+    return out
+
+
+def parameter_names(notebook: str | Path) -> list[str]:
+    """The names the notebook's ``parameters`` cell assigns (papermill's inspection)."""
+    import papermill
+
+    return list(papermill.inspect_notebook(str(notebook_path(notebook))))
 
 
 def machine() -> dict:
@@ -176,6 +244,14 @@ def record(
     return write_json(out, payload)
 
 
+def by_mode(value, quick: bool, full, quick_value):
+    """A notebook parameter's value: ``value`` itself when one was given (not None: a value
+    passed with papermill's -p wins over the mode), else the full or the quick mode's."""
+    if value is not None:
+        return value
+    return quick_value if quick else full
+
+
 def figure_dir(results_dir: str | Path, stem: str) -> Path:
     """Where a notebook saves its PNGs: ``results_dir/figures/<stem>/`` (created)."""
     d = Path(results_dir) / "figures" / stem
@@ -188,11 +264,15 @@ __all__ = [
     "NOTEBOOK_DIR",
     "REPO",
     "RESULTS_DIR",
+    "by_mode",
     "execute",
     "figure_dir",
     "kernel_name",
     "machine",
+    "kernel_manager_class",
     "notebook_path",
+    "parameter_names",
     "record",
+    "render_html",
     "write_json",
 ]

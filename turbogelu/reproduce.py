@@ -7,7 +7,7 @@ Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its 
 3. ``bench``    the benchmark (``results/bench.jsonl``; quick: ``--quick``)
 4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
 5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
-   into ``reports/notebooks/`` and rendered to HTML beside it
+   into ``reports/notebooks/`` and rendered to HTML beside it (``python -m turbogelu notebook``)
 6. ``sweep``    the default sweep (``experiments/sweeps/default.json``)
 7. ``paper``    ``reports/paper/`` from ``paper/paper.md``
 8. ``compare``  the new figures against ``results/reference/<mode>/`` (``compare``)
@@ -58,30 +58,12 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
             _py("report", "--spec", f"data/specs/{s}.json", "--out", f"results/accuracy_{s}.json")
             for s in SPECS
         ],
-        "bench": [
-            _py("bench", *q, "--no-progress", "--out", "results/bench.jsonl")
-            + ["--plots", "results/bench"]
-        ],
+        "bench": [_py("bench", *q, "--out", "results/bench.jsonl", "--plots", "results/bench")],
         "mnist": [_py("mnist", "all", *q)],
         "notebooks": nb_cmds,
         "sweep": [_py("sweep", "experiments/sweeps/default.json", *q)],
         "paper": [_py("paper")],
     }
-
-
-def render_html(reports: Path = REPORTS / "notebooks") -> list[Path]:
-    """Every executed notebook under ``reports`` rendered to HTML beside it."""
-    import nbconvert
-    import nbformat
-
-    exporter = nbconvert.HTMLExporter()
-    written = []
-    for nb in sorted(reports.glob("*.ipynb")):
-        body, _ = exporter.from_notebook_node(nbformat.read(nb, as_version=4))
-        out = nb.with_suffix(".html")
-        out.write_text(body)
-        written.append(out)
-    return written
 
 
 def main(argv=None) -> int:
@@ -113,9 +95,6 @@ def main(argv=None) -> int:
                 if subprocess.run(cmd, cwd=REPO, check=False).returncode != 0:
                     status = "failed"
                     break
-            if name == "notebooks" and status == "ok":
-                for page in render_html():
-                    print(f"rendered {page.relative_to(REPO)}")
         secs = time.perf_counter() - t0
         record["steps"].append({"step": name, "seconds": round(secs, 1), "status": status})
         print(f"=== {name}: {status} in {secs:.0f} s", flush=True)

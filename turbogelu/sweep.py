@@ -85,7 +85,20 @@ def load(path: str | Path) -> dict:
     data.setdefault("out_dir", f"results/sweeps/{data['name']}")
     data.setdefault("fixed", {})
     data.setdefault("quick_grid", {})
+    both = sorted(set(data["fixed"]) & (set(data["grid"]) | set(data["quick_grid"])))
+    if both:  # which would win is not for the file to leave open
+        raise ValueError(f"{path}: {both} both fixed and in a grid; give each in one place")
     return data
+
+
+def fix(sweep: dict, params: dict) -> dict:
+    """The sweep with ``params`` (given on the command line: -p) fixed for every point: they
+    win over the file's fixed values and over both grids, whose entries for them go."""
+    out = dict(sweep)
+    out["fixed"] = {**sweep.get("fixed", {}), **params}
+    for key in ("grid", "quick_grid"):
+        out[key] = {k: v for k, v in sweep.get(key, {}).items() if k not in params}
+    return out
 
 
 def points(sweep: dict, quick: bool = False) -> list[dict]:
@@ -228,10 +241,12 @@ def run(
     quick: bool = False,
     out: str | Path | None = None,
     log: Callable[[str], None] = print,
+    params: dict | None = None,
 ) -> dict:
-    """Run every point of the sweep file that has no record yet, then ``aggregate``.
-    Returns {"ran", "skipped", "failed" (ids), "out_dir", and aggregate's paths}."""
-    sweep = load(path)
+    """Run every point of the sweep file that has no record yet, then ``aggregate``;
+    ``params`` fixed for every point (``fix``). Returns {"ran", "skipped", "failed" (ids),
+    "out_dir", and aggregate's paths}."""
+    sweep = fix(load(path), params or {})
     d = out_dir(sweep, quick, out)
     nb = notebooks.notebook_path(notebooks.REPO / sweep["notebook"])
     pts = points(sweep, quick)
@@ -360,13 +375,33 @@ def aggregate(paths, out: str | Path, title: str = "") -> dict:
     return res
 
 
+def parse_params(items, notebook: str | Path) -> dict:
+    """-p KEY=VALUE items (VALUE as JSON if it parses, else the string) for the sweep's
+    notebook, whose parameters cell must name each KEY."""
+    known = notebooks.parameter_names(notebooks.notebook_path(notebook))
+    params = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"-p needs KEY=VALUE, got {item!r}")
+        if key == "quick" or key not in known:
+            raise ValueError(f"-p {key}: not a point parameter of {notebook}; those: {known}")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
 def main(args) -> int:
+    params = parse_params(args.param, notebooks.REPO / load(args.file)["notebook"])
     res = run(
         args.file,
         jobs=args.jobs,
         quick=args.quick,
         out=args.out,
         log=lambda m: print(m, file=sys.stderr, flush=True),
+        params=params,
     )
     print(Path(res["table_md"]).read_text(), end="")
     for key in ("table_csv", "table_md", "plot"):

@@ -302,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         help="refit and compare with the committed specs instead of writing",
     )
     ap.add_argument("--out", type=Path, default=SPEC_DIR, help="folder for the specs")
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite a committed spec (data/specs/cells) that differs from the refit",
+    )
     args = ap.parse_args(argv)
     status = 0
     for mode in MODES:
@@ -311,12 +316,16 @@ def main(argv: list[str] | None = None) -> int:
             same = path.is_file() and path.read_text() == text
             print(f"{path}: {'matches' if same else 'DIFFERS from'} the refit")
             status |= 0 if same else 1
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            spec = json.loads(text)
-            errs = ", ".join(f"{p} max {spec[p]['errors']['max_abs_float32']:.3e}" for p in PARTS)
-            print(f"wrote {path}: {errs}")
+            continue
+        try:  # a committed file: left as it is when the refit matches, kept when it differs
+            outcome = specmod.write_checked(path, text, force=args.force)
+        except specmod.Differs as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        spec = json.loads(text)
+        errs = ", ".join(f"{p} max {spec[p]['errors']['max_abs_float32']:.3e}" for p in PARTS)
+        print(f"{specmod.describe_write(path, outcome)}: {errs}")
     return status
 
 

@@ -19,13 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 
-from . import family_fit
+from . import family_fit, spec
+
+SHIPPED_R = spec.DEFAULTS["exact"].range  # the exact-GELU spec's clamp
 
 
 def scan(
     target: str = "gelu",
     degree: int = 8,
-    ranges: Iterable[float] = (3.5, 4.0, 4.389, 5.0),
+    ranges: Iterable[float] = (3.5, 4.0, SHIPPED_R, 5.0),
     method: str = "remez",
     fmt: str = "float32",
     progress: Callable[[str], None] | None = None,

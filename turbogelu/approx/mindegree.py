@@ -60,7 +60,8 @@ Excluded inputs (``exclusion_classes``; disjoint, in this order; counts in ``cla
    with "faithful" the ends lie a format ulp beyond CR's cell, so only inputs where the
    format's ulp is comparable with float32's are caught: the edge of the tail.
    The minimum degree depends on N (GELU, bfloat16, faithful, even: 8 for N <= 1, 7 for
-   N = 4, which excludes 10 more inputs); see the report.
+   N = 4, which excludes 10 more inputs); notebooks/09_min_degree.ipynb computes the table for
+   N = 4 and N = 0 with every exclusion counted (results/09_min_degree.json, the paper).
 
 Class members beyond the clamp whose asymptote is acceptable are served and not excluded
 (they are checked like any other input).

@@ -98,8 +98,15 @@ def kernel_values(ps: PolySpec) -> dict:
 
 
 def main(argv=None) -> int:
+    from . import spec as specmod
+
     p = argparse.ArgumentParser(prog="python -m turbogelu.approx.packed", description=__doc__)
     p.add_argument("--check", action="store_true", help="fail if a committed spec differs")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite a committed spec (data/specs/packed) that differs from the refit",
+    )
     args = p.parse_args(argv)
     stale = []
     for mode in MODES:
@@ -107,16 +114,23 @@ def main(argv=None) -> int:
             ps = fit(mode, direction)
             err = ps.meta["exhaustive_max_abs_error_bf16_replay"]
             print(f"{mode} {direction}: degree {ps.degree}, R {ps.clamp}: max |err| {err:.4g}")
-            text = ps.to_json()
             target_path = path(mode, direction)
             if args.check:
                 if not target_path.is_file() or load(mode, direction) != ps:
                     stale.append(target_path)
-            else:
-                target_path.parent.mkdir(parents=True, exist_ok=True)
-                target_path.write_text(text)
-    for s in stale:
-        print(f"{s} differs from the refit", file=sys.stderr)
+                continue
+            # A committed file: left as it is when the refit matches (its wall time aside),
+            # kept and reported when it differs.
+            try:
+                outcome = specmod.write_checked(target_path, ps.to_json(), force=args.force)
+            except specmod.Differs as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                stale.append(target_path)
+                continue
+            print(specmod.describe_write(target_path, outcome))
+    if args.check:
+        for s in stale:
+            print(f"{s} differs from the refit", file=sys.stderr)
     return 1 if stale else 0
 
 

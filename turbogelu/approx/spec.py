@@ -10,7 +10,9 @@ the kernels' float32 arithmetic, and the command that recreates the file.
 from __future__ import annotations
 
 import json
+import math
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,41 @@ PARTS = ("forward", "backward_direct", "backward_matched")
 # within 1e-3 of +-R (where the clamp's jump and the fit's end meet).
 GRID = (-6.0, 6.0, 1_000_001)
 NEAR_CLAMP = 1e-3
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The settings of one shipped spec's fit: clamp R (the polynomial on [-R, R]), degree
+    of P, IRLS iterations and sample points on [0, R]."""
+
+    range: float
+    degree: int
+    iters: int
+    points: int
+
+
+# The shipped specs' fit settings, by file name (gelu_<name>.json): the one place they are
+# written. `python -m turbogelu fit` takes its defaults from here (`make fit` passes no
+# numbers), and the notebooks and tests read them here; each committed spec's generated_by
+# command is fit_command() of its row (tests/test_fit.py).
+DEFAULTS = {
+    "exact": FitSettings(range=4.389, degree=8, iters=35, points=20000),
+    "tanh": FitSettings(range=4.25, degree=8, iters=35, points=20000),
+}
+
+
+def file_mode(mode: str) -> str:
+    """A GELU form as the spec files name it: "exact" for mode "none" (or "exact"), else mode."""
+    return "exact" if mode in ("none", "exact") else mode
+
+
+def defaults(mode: str) -> FitSettings:
+    """The shipped fit settings of a GELU form ("none"/"exact" or "tanh")."""
+    try:
+        return DEFAULTS[file_mode(mode)]
+    except KeyError:
+        known = list(DEFAULTS)
+        raise ValueError(f"no shipped spec for gelu mode {mode!r}; known: {known}") from None
 
 
 def f32_hex(v: float) -> str:
@@ -72,7 +109,9 @@ def measure(part: dict, mode: str, grad: bool) -> dict:
     inside = np.abs(x64) <= part["clamp"]
     return {
         "max_abs_float32": float(err32.max()),
-        "mean_abs_float32_grid": float(err32[:n].mean()),
+        # fsum: the correctly rounded sum, the same whatever order numpy's SIMD reductions
+        # would add in (np.mean's last digits differ between CPUs).
+        "mean_abs_float32_grid": math.fsum(err32[:n].tolist()) / n,
         "argmax_float32": float(xs[int(err32.argmax())]),
         "max_abs_float64": float(err64.max()),
         "max_abs_fit_inside_float64": float(err64[inside].max()),
@@ -101,7 +140,7 @@ def _part_json(part: dict, mode: str, grad: bool, method: dict) -> dict:
 
 
 def fit_command(range_: float, iters: int, points: int, degree: int, mode: str) -> str:
-    gelu_mode = "exact" if mode == "none" else mode
+    gelu_mode = file_mode(mode)
     return shlex.join(
         [
             "python",
@@ -155,7 +194,7 @@ def build_spec(range_: float, iters: int, points: int, degree: int, mode: str) -
 
 
 def spec_path(mode: str) -> Path:
-    return SPEC_DIR / f"gelu_{'exact' if mode == 'none' else mode}.json"
+    return SPEC_DIR / f"gelu_{file_mode(mode)}.json"
 
 
 def dumps(spec: dict) -> str:
@@ -198,3 +237,121 @@ def part_values(part: dict) -> dict:
         "scale": from_hex(part["scale"]),
         "coefficients": [from_hex(c) for c in part["coefficients"]],
     }
+
+
+# ---------------------------------------------------------------- writing committed files
+
+# What a refit must reproduce. Under MEASURED_KEYS a refit may differ in the last digits: the
+# errors are float64 maxima and sums over ~1e6 points of a float64 reference that goes through
+# numpy's vector math (exp, erf: CPU-dependent in the last ulp), and the float64 fit itself is
+# a LAPACK solve; there floats (and hex floats) compare to a relative MEASURED_RTOL. Wall
+# times (UNCOMPARED_KEYS) are not compared. Everything else - the float32 values the kernels
+# use (coefficients, clamp, scale, tables, as hex), degrees, settings, commands - must be
+# identical.
+MEASURED_KEYS = frozenset({"errors", "fit_coefficients_float64", "meta"})
+UNCOMPARED_KEYS = frozenset({"seconds"})
+MEASURED_RTOL = 1e-9
+
+
+class Differs(ValueError):
+    """A committed spec file differs from what a command would write over it."""
+
+    def __init__(self, path: Path, diffs: list[str], limit: int = 20):
+        self.path, self.diffs = Path(path), diffs
+        lines = [f"  {d}" for d in diffs[:limit]]
+        if len(diffs) > limit:
+            lines.append(f"  ... and {len(diffs) - limit} more")
+        super().__init__(
+            f"{path} is committed and differs from this fit (committed -> new):\n"
+            + "\n".join(lines)
+            + "\nnot written: --force overwrites it, --out writes the fit elsewhere"
+        )
+
+
+def _number(v) -> float | None:
+    """A JSON float or a hex-float string as a float; None for anything else."""
+    if isinstance(v, float):
+        return v
+    if isinstance(v, str) and v.lstrip("-").startswith("0x"):
+        try:
+            return float.fromhex(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _show(v) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def differences(old, new, rtol: float = MEASURED_RTOL, *, _path="", _measured=False) -> list[str]:
+    """Where the parsed JSON document ``new`` differs from ``old``: one "path: old -> new"
+    line per differing value (MEASURED_KEYS, UNCOMPARED_KEYS and MEASURED_RTOL above say which
+    values may differ by how much)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in [*old, *(k for k in new if k not in old)]:
+            if key in UNCOMPARED_KEYS:
+                continue
+            where = f"{_path}.{key}" if _path else str(key)
+            if key not in new or key not in old:
+                a = _show(old[key]) if key in old else "(absent)"
+                b = _show(new[key]) if key in new else "(absent)"
+                out.append(f"{where}: {a} -> {b}")
+            else:
+                measured = _measured or key in MEASURED_KEYS
+                out += differences(old[key], new[key], rtol, _path=where, _measured=measured)
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            return [f"{_path}: {len(old)} values -> {len(new)} values"]
+        out = []
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            out += differences(a, b, rtol, _path=f"{_path}[{i}]", _measured=_measured)
+        return out
+    if type(old) is type(new) and old == new:
+        return []
+    a, b = _number(old), _number(new)
+    if _measured and a is not None and b is not None and math.isclose(a, b, rel_tol=rtol):
+        return []
+    return [f"{_path}: {_show(old)} -> {_show(new)}"]
+
+
+def is_committed(path: str | Path) -> bool:
+    """Whether ``path`` lies under data/specs (the committed specs and their subfolders)."""
+    return Path(path).resolve().is_relative_to(SPEC_DIR.resolve())
+
+
+def write_checked(path: str | Path, text: str, *, force: bool = False) -> str:
+    """Write the JSON document ``text`` to ``path``, except over a committed spec file: one that
+    ``differences`` finds equal is left untouched, one that differs raises ``Differs`` (naming
+    every difference) unless ``force``. Returns "written", "unchanged" or "overwritten"."""
+    path = Path(path)
+    if path.is_file() and is_committed(path):
+        old = path.read_text()
+        if old == text:
+            return "unchanged"
+        try:
+            diffs = differences(json.loads(old), json.loads(text))
+        except json.JSONDecodeError:
+            diffs = ["(the committed file is not valid JSON)"]
+        if not diffs:
+            return "unchanged"
+        if not force:
+            raise Differs(path, diffs)
+        path.write_text(text)
+        return "overwritten"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return "written"
+
+
+def describe_write(path: str | Path, outcome: str) -> str:
+    """The line a command prints after ``write_checked``."""
+    if outcome == "unchanged":
+        return (
+            f"{path}: unchanged (the fit matches it: the kernels' values bit for bit, measured "
+            f"figures to a relative {MEASURED_RTOL:g})"
+        )
+    return f"{'overwrote' if outcome == 'overwritten' else 'wrote'} {path}"
