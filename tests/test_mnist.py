@@ -242,3 +242,21 @@ def test_quick_mode_runs_every_protocol_and_writes_results(tmp_path):
     assert (ex["train_acc"], ex["test_acc"], ex["train_loss"]) == (
         nx["train_acc"], nx["test_acc"], nx["train_loss"]
     )  # fmt: skip
+
+
+def test_the_experiments_run_one_cpu_program_on_every_machine(tiny_data):
+    """Training forces CPU_PROGRAM (the polynomial) whatever the CPU's default, so runs on an
+    AVX-512 machine (default cells) and an AVX2 one (default poly) train the same model."""
+    from turbogelu import ops as tops
+
+    assert mnist.CPU_PROGRAM == "poly"
+    runs = []
+    for program in ("cells", "poly"):  # what the process would run outside the experiment
+        with tops.use_cpu_kernel(program):
+            with mnist.deterministic(1):
+                assert tops.cpu_kernel() == mnist.CPU_PROGRAM
+            runs.append(mnist.train("turbogelu", 5, TINY, tiny_data, progress=False))
+            assert tops.cpu_kernel() == program  # restored afterwards
+    for va, vb in zip(runs[0].model.state_dict().values(), runs[1].model.state_dict().values(),
+                      strict=True):  # fmt: skip
+        assert torch.equal(va.view(torch.int32), vb.view(torch.int32))

@@ -170,15 +170,25 @@ def prepare_data(
     return Data(train_x, train_y, test_x, test_y, str(root))
 
 
+# The CPU program turbogelu's layers run in these experiments, whatever this CPU's default
+# (cells on AVX-512, the polynomial elsewhere): the polynomial, the program of every backend,
+# so that a run on one machine compares with a run on another.
+CPU_PROGRAM = "poly"
+
+
 @contextlib.contextmanager
 def deterministic(threads: int = 1):
-    """Deterministic algorithms and a fixed intra-op thread count, restored afterwards."""
+    """Deterministic algorithms, a fixed intra-op thread count and turbogelu's CPU program
+    (``CPU_PROGRAM``), restored afterwards."""
+    from turbogelu import ops as tops
+
     prev_det = torch.are_deterministic_algorithms_enabled()
     prev_threads = torch.get_num_threads()
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(threads)
     try:
-        yield
+        with tops.use_cpu_kernel(CPU_PROGRAM):
+            yield
     finally:
         torch.use_deterministic_algorithms(prev_det)
         torch.set_num_threads(prev_threads)
@@ -613,6 +623,7 @@ def meta(config: Config, command: str | None = None, **extra) -> dict:
         "git_commit": _git_commit(),
         "machine": machine,
         "deterministic_algorithms": True,
+        "turbogelu_cpu_program": CPU_PROGRAM,
         "config": dataclasses.asdict(config),
         "model": f"784-{'-'.join(map(str, config.hidden))}-10 MLP, GELU between layers",
         "optimizer": f"SGD momentum {config.momentum}, lr {config.lr} cosine to 0 per step, "
