@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -57,14 +58,14 @@ def test_build_writes_html_and_copies_figures(results, tmp_path):
     src = tmp_path / "p.md"
     src.write_text("# T\n\n{{ figure: results/fig.png | error }}\n\nmax {{ acc.max:.2e }}\n")
     out = tmp_path / "out"
-    written = paper.build(src, results, out, log=lambda m: None)
+    written = paper.build(src, results, out, pdf=False, log=lambda m: None)
     page = (out / "paper.html").read_text()
     assert "2.50e-05" in page and 'src="figures/fig.png"' in page
     assert (out / "figures" / "fig.png").is_file()
     assert written["missing"] == []
     src.write_text("typed 1.5\n")
     with pytest.raises(ValueError, match="line 1: 1.5"):
-        paper.build(src, results, out, log=lambda m: None)
+        paper.build(src, results, out, pdf=False, log=lambda m: None)
 
 
 def test_committed_paper_source_has_no_typed_numbers():
@@ -100,7 +101,7 @@ def test_html_renders_math_and_numbered_captions(results, tmp_path):
         "{{ figure: results/fig.png | again }}\n"
     )
     out = tmp_path / "out"
-    paper.build(src, results, out, log=lambda m: None)
+    paper.build(src, results, out, pdf=False, log=lambda m: None)
     page = (out / "paper.html").read_text()
     assert page.count("<math") == 3
     text = _visible_text(page)
@@ -123,7 +124,7 @@ def test_missing_pandoc_is_a_clear_error(results, tmp_path, monkeypatch):
     src = tmp_path / "p.md"
     src.write_text("# T\n\nmax {{ acc.max:.2e }}\n")
     with pytest.raises(paper.PandocMissing, match="pypandoc-binary"):
-        paper.build(src, results, tmp_path / "out", log=lambda m: None)
+        paper.build(src, results, tmp_path / "out", pdf=False, log=lambda m: None)
     # the filled Markdown is there all the same
     assert "2.50e-05" in (tmp_path / "out" / "paper.md").read_text()
 
@@ -152,7 +153,7 @@ def test_quick_paper_reads_the_quick_sweep_and_says_so_first(results, tmp_path):
         "{{ figure: results/sweeps/{sweep}/pareto.png | front }}\n"
     )
     out = tmp_path / "out"
-    paper.build(src, results, out, quick=True, log=lambda m: None)
+    paper.build(src, results, out, quick=True, pdf=False, log=lambda m: None)
     md = (out / "paper.md").read_text()
     assert md.splitlines()[0].startswith("**Quick-mode report**")
     assert "| 4.389 | 6 | remez |" in md and "| 4.389 | 8 |" not in md
@@ -161,9 +162,9 @@ def test_quick_paper_reads_the_quick_sweep_and_says_so_first(results, tmp_path):
     assert "<title>turbogelu (quick mode)</title>" in page
     # the same results in full mode: the quick notebook result is refused, by name
     with pytest.raises(ValueError, match="05_timing.json is from a quick run"):
-        paper.build(src, results, out, quick=False, log=lambda m: None)
+        paper.build(src, results, out, quick=False, pdf=False, log=lambda m: None)
     _notebook_result(results, "05_timing", False, x=1.5)
-    paper.build(src, results, out, quick=False, log=lambda m: None)
+    paper.build(src, results, out, quick=False, pdf=False, log=lambda m: None)
     md = (out / "paper.md").read_text()
     assert "| 4.389 | 8 | remez |" in md and "Quick-mode" not in md
 
@@ -178,10 +179,10 @@ def test_citations_must_resolve_and_references_are_exempt(results, tmp_path):
     f = paper.fill(src.read_text(), results)
     assert paper.numeric_literals(f) == []
     assert paper.unresolved_citations(f.text) == []
-    paper.build(src, results, tmp_path / "out", log=lambda m: None)
+    paper.build(src, results, tmp_path / "out", pdf=False, log=lambda m: None)
     src.write_text(src.read_text().replace("[2, 3]", "[2, 4]"))
     with pytest.raises(ValueError, match=r"References section: \[4\]"):
-        paper.build(src, results, tmp_path / "out", log=lambda m: None)
+        paper.build(src, results, tmp_path / "out", pdf=False, log=lambda m: None)
 
 
 def test_committed_paper_cites_only_listed_references_and_cites_both_sources():
@@ -190,3 +191,34 @@ def test_committed_paper_cites_only_listed_references_and_cites_both_sources():
     refs = text[text.index("## References") :]
     assert "TurboGeLU" in refs and "Fast Polynomial Transcendentals for LLMs" in refs
     assert "shared/seeds" not in text
+
+
+@pytest.mark.skipif(
+    not any(shutil.which(e) for e in ("xelatex", "lualatex", "pdflatex")),
+    reason="no LaTeX engine installed (the README says how to get one)",
+)
+def test_pdf_where_latex_is_installed(results, tmp_path):
+    (results / "fig.png").write_bytes(_png())
+    src = tmp_path / "p.md"
+    src.write_text(
+        "# T\n\n$\\frac{x}{2}$ is {{ acc.max:.2e }}.\n\n{{ figure: results/fig.png | one }}\n"
+    )
+    logged = []
+    written = paper.build(src, results, tmp_path / "out", log=logged.append)
+    assert written.get("pdf"), logged
+    assert (tmp_path / "out" / "paper.pdf").read_bytes().startswith(b"%PDF")
+
+
+def _png() -> bytes:
+    """A valid 1x1 PNG (LaTeX reads the image; the HTML tests only link it)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    idat = zlib.compress(b"\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")

@@ -324,10 +324,11 @@ def build(
     *,
     quick: bool = False,
     strict: bool = True,
+    pdf: bool = True,
     log: Callable[[str], None] = print,
 ) -> dict:
     """Fill from the results of mode ``quick``, check the numbers rule, write Markdown +
-    HTML (+ PDF when possible)."""
+    HTML (+ PDF when asked and possible)."""
     text = Path(source).read_text()
     filled = fill(text, results_dir, strict=strict, quick=quick)
     stray = numeric_literals(filled)
@@ -351,9 +352,9 @@ def build(
     page = out_dir / "paper.html"
     page.write_text(render_html(body, out_dir, "turbogelu (quick mode)" if quick else "turbogelu"))
     written["html"] = str(page)
-    pdf = _pdf(body, out_dir, log)
-    if pdf:
-        written["pdf"] = pdf
+    pdf_path = _pdf(body, out_dir, log) if pdf else None
+    if pdf_path:
+        written["pdf"] = pdf_path
     if filled.missing:
         log(f"{len(filled.missing)} placeholder(s) without results (shown as [missing: ...])")
     written["missing"] = filled.missing
@@ -395,4 +396,7 @@ def _pdf(body: str, out_dir: Path, log: Callable[[str], None]) -> str | None:
     if proc.returncode != 0:
         log(f"PDF failed ({engine}):\n{proc.stderr[-2000:]}")
         return None
+    missing = sorted(set(re.findall(r"Missing character: There is no (\S+)", proc.stderr)))
+    if missing:  # the PDF is written, but these characters are blank in it
+        log(f"PDF written without glyphs for {' '.join(missing)} (not in the LaTeX font)")
     return str(pdf)
