@@ -265,3 +265,13 @@ def test_a_per_isa_figure_this_cpu_cannot_make_is_said_not_failed(tmp_path, monk
     assert "cannot run avx512" in compare.render(res)
     monkeypatch.setattr(compare, "cpu_isas", lambda: ["avx512", "avx2", "scalar"])
     assert compare.compare(new, ref, TOL)["missing"] == [(f"{NB}.{name}", "exact")]
+
+
+def test_tolerances_command_refuses_an_unknown_variant_or_part(capsys):
+    from turbogelu import tolerances
+
+    with pytest.raises(SystemExit):
+        tolerances.main(["--variants", "avx9000"])
+    assert "unknown variant(s) or part(s) ['avx9000']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tolerances.main(["--parts", "05_timing"])

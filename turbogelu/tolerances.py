@@ -17,9 +17,9 @@ the committed reference (``results/reference/<mode>/``, made on another CPU):
 * an *exact* figure that differs in any bit between any two of them is an error (exit 1): it
   must be made exact or classified as numerics, and the file is not written.
 
-``--parts mnist`` is the MNIST protocols and notebook 06; ``--parts fits`` the steps behind the
-other figures of make reproduce but the timings (table2, the accuracy reports, notebooks 01-04,
-07 and 08).
+``--parts``: ``mnist`` (the MNIST protocols and notebook 06: the default), ``table2``,
+``accuracy``, a notebook's stem (01-04, 07, 08), or ``fits`` for all but mnist: the steps
+behind every figure of make reproduce that is not a time.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ FIT_NOTEBOOKS = (
     "07_polynomial_family",
     "08_cells",
 )
-PARTS = ("mnist", "fits")
+# A part is one step's name; "fits" stands for all of them but mnist.
+PARTS = ("mnist", "table2", "accuracy", *FIT_NOTEBOOKS)
+ALIASES = {"fits": ["table2", "accuracy", *FIT_NOTEBOOKS]}
 
 
 def _run(cmd: list[str], env: dict[str, str], log) -> None:
@@ -108,14 +110,17 @@ def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tup
         mnist = [*py, "mnist", "all", *q, *mnist_args, "--out-dir", str(out), "--no-plots"]
         path, nb06 = notebook("06_mnist_mlp")
         return [(seed, mnist), (path, [*nb06, "-p", "run_if_missing=false"])]
-    table2 = [*py, "table2", "--out", str(out / "table2.json")]
-    steps = [(out / "table2.json", table2 + (["--no-floors", "--no-sollya"] if quick else []))]
-    for spec in ("gelu_exact", "gelu_tanh"):
-        path = out / f"accuracy_{spec}.json"
-        steps.append(
-            (path, [*py, "report", "--spec", f"data/specs/{spec}.json", "--out", str(path)])
-        )
-    return steps + [notebook(stem) for stem in FIT_NOTEBOOKS]
+    if part == "table2":
+        table2 = [*py, "table2", "--out", str(out / "table2.json")]
+        return [(out / "table2.json", table2 + (["--no-floors", "--no-sollya"] if quick else []))]
+    if part == "accuracy":
+        steps = []
+        for spec in ("gelu_exact", "gelu_tanh"):
+            path = out / f"accuracy_{spec}.json"
+            cmd = [*py, "report", "--spec", f"data/specs/{spec}.json", "--out", str(path)]
+            steps.append((path, cmd))
+        return steps
+    return [notebook(part)]
 
 
 def run_variant(name: str, out: Path, quick: bool, parts, log=print) -> Path:
@@ -172,13 +177,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m turbogelu.tolerances", description=__doc__)
     p.add_argument("--full", action="store_true", help="the full mode's steps (default: quick)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (all)")
-    p.add_argument("--parts", default="mnist", help=f"comma-separated, of {PARTS} (mnist)")
+    p.add_argument("--parts", default="mnist", help=f"comma-separated, of {PARTS} or fits (mnist)")
     p.add_argument("--work", type=Path, default=REPO / "results" / "tolerances", help="run folders")
     p.add_argument("--out", type=Path, default=compare.TOLERANCE_FILE)
     args = p.parse_args(argv)
     mode = "full" if args.full else "quick"
     names = [v for v in args.variants.split(",") if v]
-    parts = [v for v in args.parts.split(",") if v]
+    asked = [v for v in args.parts.split(",") if v]
+    parts = [q for v in asked for q in ALIASES.get(v, [v])]
     unknown = [v for v in names if v not in VARIANTS] + [v for v in parts if v not in PARTS]
     if unknown:
         p.error(f"unknown variant(s) or part(s) {unknown}; {list(VARIANTS)}, {list(PARTS)}")
@@ -215,8 +221,8 @@ def main(argv=None) -> int:
         "by turbogelu/tolerances.py, whose docstring says how."
     )
     command = ["python", "-m", "turbogelu.tolerances", *(["--full"] if args.full else [])]
-    if parts != ["mnist"]:
-        command += ["--parts", ",".join(parts)]
+    if asked != ["mnist"]:
+        command += ["--parts", ",".join(asked)]
     if names != list(VARIANTS):
         command += ["--variants", ",".join(names)]
     previous = data.get(mode, {}).get("commands", [])
