@@ -235,6 +235,8 @@ def test_quick_reproduce_runs_through_the_paper_and_the_comparison(tmp_path):
     md = (repo / "reports" / "paper" / "paper.md").read_text()
     assert md.startswith("**Quick-mode report**")
     assert "exact figures (bit for bit):" in proc.stdout
+    for html in (repo / "reports" / "notebooks").glob("*.html"):
+        assert "Quick-mode run" in html.read_text(), html.name
 
 
 def test_tolerances_are_twice_the_largest_difference_and_exact_figures_must_agree():
@@ -275,3 +277,16 @@ def test_tolerances_command_refuses_an_unknown_variant_or_part(capsys):
     assert "unknown variant(s) or part(s) ['avx9000']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         tolerances.main(["--parts", "05_timing"])
+
+
+def test_a_quick_notebook_page_says_so_first(tmp_path):
+    import nbformat
+
+    for name, quick in (("q", True), ("f", False)):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_markdown_cell("# The title")]
+        nb.metadata["papermill"] = {"parameters": {"quick": quick}}
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    pages = {p.stem: p.read_text() for p in reproduce.render_html(tmp_path)}
+    assert 0 < pages["q"].find("Quick-mode run") < pages["q"].find("The title")
+    assert "Quick-mode run" not in pages["f"]

@@ -69,15 +69,26 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
     }
 
 
+QUICK_NOTE = (
+    "**Quick-mode run** (`quick=True`): small inputs, few rounds and epochs, to check the "
+    "pipeline; its numbers are not results (the full `make reproduce` makes those)."
+)
+
+
 def render_html(reports: Path = REPORTS / "notebooks") -> list[Path]:
-    """Every executed notebook under ``reports`` rendered to HTML beside it."""
+    """Every executed notebook under ``reports`` rendered to HTML beside it (a quick run's
+    page starting with ``QUICK_NOTE``)."""
     import nbconvert
     import nbformat
 
     exporter = nbconvert.HTMLExporter()
     written = []
     for nb in sorted(reports.glob("*.ipynb")):
-        body, _ = exporter.from_notebook_node(nbformat.read(nb, as_version=4))
+        node = nbformat.read(nb, as_version=4)
+        if node.metadata.get("papermill", {}).get("parameters", {}).get("quick"):
+            # a quick run's page says so first (its numbers check the pipeline only)
+            node.cells.insert(0, nbformat.v4.new_markdown_cell(QUICK_NOTE))
+        body, _ = exporter.from_notebook_node(node)
         out = nb.with_suffix(".html")
         out.write_text(body)
         written.append(out)
