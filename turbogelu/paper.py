@@ -111,7 +111,8 @@ class _Results(dict):
         if ran_quick is not None and bool(ran_quick) != self.quick:
             raise ValueError(
                 f"{path} is from a {'quick' if ran_quick else 'full'} run; this paper is built "
-                f"in {'quick' if self.quick else 'full'} mode (rerun that notebook in this mode)"
+                f"in {'quick' if self.quick else 'full'} mode: build it "
+                f"{'without' if self.quick else 'with'} --quick, or rerun the notebook"
             )
         view = _View(data, stem)
         self[stem] = view
