@@ -94,9 +94,10 @@ sweep: build
 reproduce: build data
 	$(VPY) -m turbogelu.reproduce $(if $(QUICK),--quick)
 
-# The paper from paper/paper.md and what is in results/ (fails if a result is missing).
+# The paper from paper/paper.md and what is in results/ (fails if a result is missing);
+# QUICK=1: from a quick run's results.
 paper: build
-	$(VPY) -m turbogelu paper
+	$(VPY) -m turbogelu paper $(if $(QUICK),--quick)
 
 # The MNIST training comparison: seed, swap and noise protocols (10-18 min on the shared
 # 2-core machine); the quick CI setting of the same (< 30 s).

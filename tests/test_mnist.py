@@ -131,7 +131,7 @@ def test_seed_lines_and_first_difference():
 def test_seed_reference_data(tmp_path):
     ref = mnist.load_seed_reference()
     assert len(ref["lines"]) == 35 and len(ref["rows"]) == 70
-    assert "shared/seeds/" in ref["source"]
+    assert "TurboGeLU write-up" in ref["source"]
     assert (
         ref["first_difference_epoch"]
         == json.loads(mnist.SEED_REFERENCE.read_text())["first_difference_epoch"]

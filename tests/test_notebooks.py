@@ -6,8 +6,11 @@ kernel on this interpreter (``turbogelu.notebooks``), writing into a temporary f
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
+import re
 from concurrent.futures import ProcessPoolExecutor
 
 import nbformat
@@ -179,3 +182,61 @@ def test_quiet_kernel_manager(tmp_path):
 def test_by_mode():
     assert notebooks.by_mode(None, True, 10, 2) == 2 and notebooks.by_mode(None, False, 10, 2) == 10
     assert notebooks.by_mode(7, True, 10, 2) == 7 and notebooks.by_mode(0, False, 10, 2) == 0
+
+
+# An output that is only an object's repr: a figure that was never drawn as an image
+# ("<Figure size 840x504 with 1 Axes>"), a matplotlib artist, or any "<... at 0x...>".
+_BARE_REPR = re.compile(r"^\[?<(Figure|matplotlib|Axes|[\w.]+ object at 0x)")
+_RICH = ("image/png", "image/svg+xml", "image/jpeg", "text/html", "text/markdown")
+
+
+def _images_and_bare_reprs(nb) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(cell index, sha1 of the PNG) of every image shown, and (cell index, text) of every
+    output shown only as a bare object repr."""
+    images, bare = [], []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "image/png" in data:
+                images.append((i, hashlib.sha1(base64.b64decode(data["image/png"])).hexdigest()))
+            text = data.get("text/plain", "")
+            if text and not any(k in data for k in _RICH) and _BARE_REPR.match(text.strip()):
+                bare.append((i, text.strip()[:80]))
+    return images, bare
+
+
+@pytest.mark.parametrize("stem", EXECUTED)
+def test_quick_run_shows_each_figure_once_and_no_bare_repr(quick_runs, stem):
+    tmp, errors = quick_runs
+    if stem in errors:
+        raise errors[stem]
+    executed = nbformat.read(tmp / f"{stem}.ipynb", as_version=4)
+    images, bare = _images_and_bare_reprs(executed)
+    assert bare == [], f"outputs shown as a bare repr instead of what they are: {bare}"
+    shown = [h for _, h in images]
+    twice = sorted({i for i, h in images if shown.count(h) > 1})
+    assert not twice, f"the same image shown more than once, in cells {twice}"
+    plots = json.loads((tmp / f"{stem}.json").read_text())["plots"]
+    assert len(images) == len(plots), f"{len(plots)} plots written, {len(images)} images shown"
+
+
+def test_the_figure_check_catches_a_repr_and_a_double():
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("fig"),
+        nbformat.v4.new_code_cell("fig"),
+    ]
+    nb.cells[0].outputs = [
+        nbformat.v4.new_output(
+            "execute_result", {"text/plain": "<Figure size 840x504 with 1 Axes>"}, execution_count=1
+        )
+    ]
+    image = {"image/png": png, "text/plain": "<Figure size 840x504 with 1 Axes>"}
+    nb.cells[1].outputs = [
+        nbformat.v4.new_output("display_data", image),
+        nbformat.v4.new_output("execute_result", image, execution_count=2),
+    ]
+    images, bare = _images_and_bare_reprs(nb)
+    assert bare == [(0, "<Figure size 840x504 with 1 Axes>")]
+    assert [i for i, _ in images] == [1, 1] and images[0][1] == images[1][1]

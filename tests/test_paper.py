@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -57,14 +58,14 @@ def test_build_writes_html_and_copies_figures(results, tmp_path):
     src = tmp_path / "p.md"
     src.write_text("# T\n\n{{ figure: results/fig.png | error }}\n\nmax {{ acc.max:.2e }}\n")
     out = tmp_path / "out"
-    written = paper.build(src, results, out, log=lambda m: None)
+    written = paper.build(src, results, out, pdf=False, log=lambda m: None)
     page = (out / "paper.html").read_text()
     assert "2.50e-05" in page and 'src="figures/fig.png"' in page
     assert (out / "figures" / "fig.png").is_file()
     assert written["missing"] == []
     src.write_text("typed 1.5\n")
     with pytest.raises(ValueError, match="line 1: 1.5"):
-        paper.build(src, results, out, log=lambda m: None)
+        paper.build(src, results, out, pdf=False, log=lambda m: None)
 
 
 def test_committed_paper_source_has_no_typed_numbers():
@@ -79,3 +80,145 @@ def test_notebook_and_spec_aliases(results, tmp_path):
     assert f.text.startswith("R = 4.389, degree ")  # the committed spec
     with pytest.raises(paper.Missing, match="02_"):
         paper.fill("{{ nb02.figures.r }}", results)
+
+
+def _visible_text(page: str) -> str:
+    """The text a reader sees: tags dropped, and MathML's TeX annotations (not shown)."""
+    import html
+    import re
+
+    page = re.sub(r"<annotation[^>]*>.*?</annotation>", "", page, flags=re.S)
+    page = re.sub(r"<head>.*?</head>", "", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_html_renders_math_and_numbered_captions(results, tmp_path):
+    (results / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    src = tmp_path / "p.md"
+    src.write_text(
+        "# T\n\nThe form $x\\,(1/2 + x\\,P(z))$ with $\\frac{1}{2}$, and\n\n"
+        "$$\\frac{x}{R^2}$$\n\n{{ figure: results/fig.png | the error }}\n\n"
+        "{{ figure: results/fig.png | again }}\n"
+    )
+    out = tmp_path / "out"
+    paper.build(src, results, out, pdf=False, log=lambda m: None)
+    page = (out / "paper.html").read_text()
+    assert page.count("<math") == 3
+    text = _visible_text(page)
+    assert "$" not in text and "\\frac" not in text and "\\," not in text
+    assert "Figure 1: the error" in text and "Figure 2: again" in text
+    assert page.count("<figcaption") == 2
+
+
+def test_committed_paper_renders_without_raw_latex(tmp_path):
+    # The committed source, filled where results exist (none here: shown as [missing: ...]).
+    filled = paper.fill(paper.SOURCE.read_text(), tmp_path / "none", strict=False)
+    page = paper.render_html(filled.text, tmp_path)
+    assert page.count("<math") >= 20
+    text = _visible_text(page)
+    assert "$" not in text and "\\frac" not in text and "\\cdot" not in text
+
+
+def test_missing_pandoc_is_a_clear_error(results, tmp_path, monkeypatch):
+    monkeypatch.setattr(paper, "pandoc_path", lambda: None)
+    src = tmp_path / "p.md"
+    src.write_text("# T\n\nmax {{ acc.max:.2e }}\n")
+    with pytest.raises(paper.PandocMissing, match="pypandoc-binary"):
+        paper.build(src, results, tmp_path / "out", pdf=False, log=lambda m: None)
+    # the filled Markdown is there all the same
+    assert "2.50e-05" in (tmp_path / "out" / "paper.md").read_text()
+
+
+def _notebook_result(results, stem, quick, **figures):
+    data = {"notebook": stem, "figures": figures, "parameters": {"quick": quick}}
+    (results / f"{stem}.json").write_text(json.dumps(data))
+
+
+def _sweep(results, name, pid):
+    d = results / "sweeps" / name
+    d.mkdir(parents=True)
+    (d / "front.json").write_text(json.dumps({"front": [pid]}))
+    head = "id,fit_range,degree,method,ops_horner,max_abs_error,bf16_max_ulp,time_us\n"
+    (d / "table.csv").write_text(head + f"{pid},4.389,{pid[-1]},remez,12,2.5e-05,1,\n")
+    (d / "pareto.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+
+
+def test_quick_paper_reads_the_quick_sweep_and_says_so_first(results, tmp_path):
+    _sweep(results, "default", "p8")
+    _sweep(results, "default_quick", "p6")
+    _notebook_result(results, "05_timing", True, x=1.5)
+    src = tmp_path / "p.md"
+    src.write_text(
+        "# T\n\nx {{ nb05.figures.x }}\n\n{{ table: sweep_front }}\n\n"
+        "{{ figure: results/sweeps/{sweep}/pareto.png | front }}\n"
+    )
+    out = tmp_path / "out"
+    paper.build(src, results, out, quick=True, pdf=False, log=lambda m: None)
+    md = (out / "paper.md").read_text()
+    assert md.splitlines()[0].startswith("**Quick-mode report**")
+    assert "| 4.389 | 6 | remez |" in md and "| 4.389 | 8 |" not in md
+    page = (out / "paper.html").read_text()
+    assert _visible_text(page).split()[:2] == ["Quick-mode", "report"]
+    assert "<title>turbogelu (quick mode)</title>" in page
+    # the same results in full mode: the quick notebook result is refused, by name
+    with pytest.raises(ValueError, match="05_timing.json is from a quick run"):
+        paper.build(src, results, out, quick=False, pdf=False, log=lambda m: None)
+    _notebook_result(results, "05_timing", False, x=1.5)
+    paper.build(src, results, out, quick=False, pdf=False, log=lambda m: None)
+    md = (out / "paper.md").read_text()
+    assert "| 4.389 | 8 | remez |" in md and "Quick-mode" not in md
+
+
+def test_citations_must_resolve_and_references_are_exempt(results, tmp_path):
+    src = tmp_path / "p.md"
+    src.write_text(
+        "# T\n\nAs [1] and [2, 3] say, `regions[0]` is no citation.\n\n## References\n\n"
+        "1. A. Author. A title. Journal 12(3), 2001.\n2. B. Author. Another. 1999.\n"
+        "3. C. Author. Third. 2020.\n"
+    )
+    f = paper.fill(src.read_text(), results)
+    assert paper.numeric_literals(f) == []
+    assert paper.unresolved_citations(f.text) == []
+    paper.build(src, results, tmp_path / "out", pdf=False, log=lambda m: None)
+    src.write_text(src.read_text().replace("[2, 3]", "[2, 4]"))
+    with pytest.raises(ValueError, match=r"References section: \[4\]"):
+        paper.build(src, results, tmp_path / "out", pdf=False, log=lambda m: None)
+
+
+def test_committed_paper_cites_only_listed_references_and_cites_both_sources():
+    text = paper.SOURCE.read_text()
+    assert paper.unresolved_citations(text) == []
+    refs = text[text.index("## References") :]
+    assert "TurboGeLU" in refs and "Fast Polynomial Transcendentals for LLMs" in refs
+    assert "shared/seeds" not in text
+
+
+@pytest.mark.skipif(
+    not any(shutil.which(e) for e in ("xelatex", "lualatex", "pdflatex")),
+    reason="no LaTeX engine installed (the README says how to get one)",
+)
+def test_pdf_where_latex_is_installed(results, tmp_path):
+    (results / "fig.png").write_bytes(_png())
+    src = tmp_path / "p.md"
+    src.write_text(
+        "# T\n\n$\\frac{x}{2}$ is {{ acc.max:.2e }}.\n\n{{ figure: results/fig.png | one }}\n"
+    )
+    logged = []
+    written = paper.build(src, results, tmp_path / "out", log=logged.append)
+    assert written.get("pdf"), logged
+    assert (tmp_path / "out" / "paper.pdf").read_bytes().startswith(b"%PDF")
+
+
+def _png() -> bytes:
+    """A valid 1x1 PNG (LaTeX reads the image; the HTML tests only link it)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    idat = zlib.compress(b"\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")

@@ -458,8 +458,8 @@ def _cmd_paper(args) -> int:
     from . import paper
 
     try:
-        written = paper.build(strict=not args.allow_missing)
-    except (paper.Missing, ValueError) as exc:
+        written = paper.build(quick=args.quick, strict=not args.allow_missing)
+    except (paper.Missing, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for kind in ("markdown", "html", "pdf"):
@@ -571,6 +571,11 @@ def main(argv=None) -> int:
     pp = sub.add_parser("paper", help="build reports/paper/ from paper/paper.md and results/")
     pp.add_argument(
         "--allow-missing", action="store_true", help="show missing results instead of failing"
+    )
+    pp.add_argument(
+        "--quick",
+        action="store_true",
+        help="from a quick run's results (make reproduce QUICK=1), saying so on its first line",
     )
     pp.set_defaults(func=_cmd_paper)
 

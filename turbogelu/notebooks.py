@@ -152,13 +152,23 @@ def execute(
     )
 
 
+QUICK_NOTE = (
+    "**Quick-mode run** (`quick=True`): small inputs, few rounds and epochs, to check the "
+    "pipeline; its numbers are not results (the full `make reproduce` makes those)."
+)
+
+
 def render_html(executed: str | Path) -> Path:
-    """An executed notebook rendered to HTML beside it (same name, .html); returns the path."""
+    """An executed notebook rendered to HTML beside it (same name, .html); returns the path.
+    A quick run's page starts with ``QUICK_NOTE`` (its numbers check the pipeline only)."""
     import nbconvert
     import nbformat
 
     executed = Path(executed)
-    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
+    node = nbformat.read(executed, as_version=4)
+    if node.metadata.get("papermill", {}).get("parameters", {}).get("quick"):
+        node.cells.insert(0, nbformat.v4.new_markdown_cell(QUICK_NOTE))
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(node)
     out = executed.with_suffix(".html")
     out.write_text(body)
     return out

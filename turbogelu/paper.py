@@ -9,25 +9,36 @@
   format ``spec`` (``.3g``, ``.1%``, ``,d``; none: ``str``).
   Example: ``{{ table2[3].best.max_abs_error * 1e3 : .3f }}``.
 * ``{{ table: name }}`` - a generated table (``TABLES``: a function of the results).
-* ``{{ figure: path | caption }}`` - a PNG from ``results/`` copied next to the output.
+* ``{{ figure: path | caption }}`` - a PNG from ``results/`` copied next to the output, shown
+  with its caption as "Figure n: caption", numbered in order. ``{sweep}`` in the path is the
+  default sweep's folder of the mode (``default``, or ``default_quick`` in quick mode).
+
+A paper is built in one mode, full or quick (``--quick``, what ``make reproduce QUICK=1``
+runs), from the results of that mode: the sweep folder of the mode, and every notebook result
+it reads must say it ran in that mode (``parameters.quick``), else the build fails naming the
+file. A quick paper's first line says that it is one (``QUICK_BANNER``).
 
 Every number in the paper's prose must come from a placeholder: ``numeric_literals`` lists
 the numbers of the filled text that no placeholder produced, except those that by rule are not
 figures (a digit inside a word such as bf16 or H200, heading and list numbering, code spans
-and blocks, math between ``$``, and the number after Table/Figure/Section/Eq.). The build
-fails on any (``tests/test_paper.py`` checks the committed source).
+and blocks, math between ``$``, the number after Table/Figure/Section/Eq., citation markers
+such as ``[3]`` and the bibliographic entries of the References section). The build fails on
+any (``tests/test_paper.py`` checks the committed source).
 
-Output: ``reports/paper/paper.md`` (filled), ``paper.html`` (always; mistune, which nbconvert
-brings), ``paper.pdf`` when pandoc and a LaTeX engine are installed.
+Output: ``reports/paper/paper.md`` (filled), ``paper.html`` (pandoc with ``--mathml``: the
+math as MathML, which browsers render without a network; pandoc comes from the
+``pypandoc-binary`` package of requirements.txt, or from ``PATH``: without one the build
+fails, saying so, after writing the Markdown), ``paper.pdf`` when a LaTeX engine is installed
+too (else skipped, saying so).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,9 +88,10 @@ class _View:
 class _Results(dict):
     """The namespace of expressions: result stems load lazily from ``results/``."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, quick: bool = False):
         super().__init__(abs=abs, min=min, max=max, len=len, round=round)
         self.root = root
+        self.quick = quick
 
     def __missing__(self, stem: str):
         path = self.root / f"{stem}.json"
@@ -95,6 +107,13 @@ class _Results(dict):
             data = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+        ran_quick = data.get("parameters", {}).get("quick") if isinstance(data, dict) else None
+        if ran_quick is not None and bool(ran_quick) != self.quick:
+            raise ValueError(
+                f"{path} is from a {'quick' if ran_quick else 'full'} run; this paper is built "
+                f"in {'quick' if self.quick else 'full'} mode: build it "
+                f"{'without' if self.quick else 'with'} --quick, or rerun the notebook"
+            )
         view = _View(data, stem)
         self[stem] = view
         return view
@@ -106,11 +125,16 @@ def _table2(results: _Results) -> str:
     return table2.render_markdown(results["table2"]._data)
 
 
+def sweep_name(quick: bool) -> str:
+    """The default sweep's folder under ``results/sweeps/`` in each mode (``sweep.out_dir``)."""
+    return "default_quick" if quick else "default"
+
+
 def _sweep_front(results: _Results) -> str:
     """The default sweep's Pareto front (max error vs Horner operations), from its table."""
     import csv
 
-    base = results.root / "sweeps" / "default"
+    base = results.root / "sweeps" / sweep_name(results.quick)
     try:
         front = json.loads((base / "front.json").read_text())["front"]
         rows = {r["id"]: r for r in csv.DictReader((base / "table.csv").open())}
@@ -164,10 +188,12 @@ class Filled:
     figures: list[Path] = field(default_factory=list)
 
 
-def fill(source: str, results_dir: Path = RESULTS, *, strict: bool = True) -> Filled:
-    """Replace every placeholder; with ``strict`` a missing result raises ``Missing`` (listing
-    all of them), else it is shown as ``[missing: ...]``."""
-    results = _Results(Path(results_dir))
+def fill(
+    source: str, results_dir: Path = RESULTS, *, strict: bool = True, quick: bool = False
+) -> Filled:
+    """Replace every placeholder from the results of mode ``quick``; with ``strict`` a missing
+    result raises ``Missing`` (listing all of them), else it is shown as ``[missing: ...]``."""
+    results = _Results(Path(results_dir), quick)
     out: list[str] = []
     filled = Filled("")
     pos = n = 0
@@ -201,11 +227,16 @@ def _expand(body: str, results: _Results, filled: Filled) -> str:
         return TABLES[name](results).rstrip("\n")
     if kind == "figure":
         rel, _, caption = rest.partition("|")
-        path = Path(results.root.parent, rel.strip())
+        rel = rel.strip().replace("{sweep}", sweep_name(results.quick))
+        # "results/..." is under the results folder being read, whatever its name
+        inside = rel.removeprefix("results/")
+        path = results.root / inside if inside != rel else Path(ROOT, rel)
         if not path.is_file():
-            raise Missing(f"{rel.strip()} (no run wrote it)")
+            raise Missing(f"{rel} (no run wrote it)")
         filled.figures.append(path)
-        return f"![{caption.strip()}](figures/{path.name})"
+        # numbered in order; pandoc shows an image alone in its paragraph as a figure with
+        # this text as its visible caption
+        return f"![Figure {len(filled.figures)}: {caption.strip()}](figures/{path.name})"
     expr, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
     value = eval(expr, {"__builtins__": {}}, results)  # noqa: S307 (the functions: _Results)
     if isinstance(value, _View):
@@ -225,6 +256,8 @@ _EXEMPT_PATTERNS = [
     re.compile(r"\b(?:Table|Figure|Fig\.|Section|Eq\.)[ \t]+\d+"),  # references
     re.compile(r"!\[[^\]]*\]\([^)]*\)"),  # image links (their captions are ours to write)
     re.compile(r"<!--.*?-->", re.S),  # comments
+    re.compile(r"(?<![\w\]])\[\d+(?:\s*[,–-]\s*\d+)*\]"),  # citations: [3], [1, 4], [5–7]
+    re.compile(r"^## References[ \t]*\n.*?(?=^## |\Z)", re.M | re.S),  # bibliographic data
 ]
 
 
@@ -246,19 +279,63 @@ def numeric_literals(filled: Filled) -> list[tuple[int, str]]:
 
 # ---------------------------------------------------------------- rendering
 
+QUICK_BANNER = (
+    "**Quick-mode report** (`make reproduce QUICK=1`): every run behind it used its small "
+    "settings (short timings, small training subsets, few epochs, a small sweep) to check the "
+    "pipeline. Its numbers are not results; the full `make reproduce` makes those.\n\n"
+)
+# pandoc's reader: its Markdown with TeX math between dollars (rendered as MathML) and tables
+_PANDOC_FROM = "markdown+tex_math_dollars+pipe_tables+implicit_figures"
+_STYLE = (
+    "<style>body{max-width:50em}table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #bbb;padding:2px 6px}figure{margin:1.5em 0}"
+    "figcaption{font-size:.9em;color:#333}img{max-width:100%}</style>"
+)
 
-def render_html(markdown_text: str, title: str = "turbogelu") -> str:
-    import mistune
 
-    text = re.sub(r"<!--.*?-->\n?", "", markdown_text, flags=re.S)  # source comments
-    body = mistune.create_markdown(plugins=["table", "math"])(text)
-    return (
-        "<!doctype html>\n<!-- generated by python -m turbogelu paper -->\n<html><head>"
-        f'<meta charset="utf-8"><title>{html.escape(title)}</title>'
-        "<style>body{max-width:48em;margin:2em auto;font-family:sans-serif;line-height:1.5}"
-        "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px}"
-        "img{max-width:100%}</style></head><body>\n" + body + "\n</body></html>\n"
+class PandocMissing(RuntimeError):
+    """No pandoc to render the paper with."""
+
+
+def pandoc_path() -> str | None:
+    """pandoc from the pypandoc-binary package (requirements.txt), else the one on PATH."""
+    try:
+        import pypandoc
+
+        return pypandoc.get_pandoc_path()
+    except (ImportError, OSError):
+        return shutil.which("pandoc")
+
+
+def _pandoc(args: list[str], text: str, cwd: Path) -> subprocess.CompletedProcess:
+    pandoc = pandoc_path()
+    if pandoc is None:
+        raise PandocMissing(
+            "the paper's HTML needs pandoc (it renders the math as MathML): install the "
+            "requirements (`pip install -r requirements.txt`: pypandoc-binary ships pandoc) or "
+            "put a pandoc on PATH; the filled Markdown is written"
+        )
+    return subprocess.run(
+        [pandoc, "-f", _PANDOC_FROM, *args],
+        input=text,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
     )
+
+
+def render_html(markdown_text: str, out_dir: Path, title: str = "turbogelu") -> str:
+    """A standalone HTML page of ``markdown_text``, math as MathML (pandoc ``--mathml``:
+    no script, no network)."""
+    args = ["-t", "html5", "-s", "--mathml", "--metadata", f"pagetitle={title}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        style = Path(tmp) / "style.html"
+        style.write_text(_STYLE)
+        proc = _pandoc([*args, "--include-in-header", str(style)], markdown_text, out_dir)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pandoc failed to render the HTML:\n{proc.stderr[-2000:]}")
+    return proc.stdout
 
 
 def build(
@@ -266,45 +343,81 @@ def build(
     results_dir: Path = RESULTS,
     out_dir: Path = OUT,
     *,
+    quick: bool = False,
     strict: bool = True,
+    pdf: bool = True,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Fill, check the numbers rule, write Markdown + HTML (+ PDF when possible)."""
+    """Fill from the results of mode ``quick``, check the numbers rule, write Markdown +
+    HTML (+ PDF when asked and possible)."""
     text = Path(source).read_text()
-    filled = fill(text, results_dir, strict=strict)
+    filled = fill(text, results_dir, strict=strict, quick=quick)
     stray = numeric_literals(filled)
     if stray:
         lines = ", ".join(f"line {ln}: {lit}" for ln, lit in stray[:20])
         raise ValueError(f"numbers in the paper that no placeholder produced: {lines}")
+    unknown = unresolved_citations(filled.text)
+    if unknown:
+        raise ValueError(f"citations of no entry in the References section: {unknown}")
     out_dir = Path(out_dir)
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     for fig in filled.figures:
         shutil.copyfile(fig, out_dir / "figures" / fig.name)
-    header = f"<!-- generated by python -m turbogelu paper from {Path(source).name} -->\n"
+    body = (QUICK_BANNER if quick else "") + filled.text
     md = out_dir / "paper.md"
-    md.write_text(header + filled.text)
+    md.write_text(
+        body + f"\n<!-- generated by python -m turbogelu paper from {Path(source).name}"
+        f"{' --quick' if quick else ''} -->\n"
+    )
+    written = {"markdown": str(md)}
     page = out_dir / "paper.html"
-    page.write_text(render_html(filled.text))
-    written = {"markdown": str(md), "html": str(page)}
-    pdf = _pdf(md, out_dir, log)
-    if pdf:
-        written["pdf"] = pdf
+    page.write_text(render_html(body, out_dir, "turbogelu (quick mode)" if quick else "turbogelu"))
+    written["html"] = str(page)
+    pdf_path = _pdf(body, out_dir, log) if pdf else None
+    if pdf_path:
+        written["pdf"] = pdf_path
     if filled.missing:
         log(f"{len(filled.missing)} placeholder(s) without results (shown as [missing: ...])")
     written["missing"] = filled.missing
     return written
 
 
-def _pdf(md: Path, out_dir: Path, log: Callable[[str], None]) -> str | None:
-    pandoc = shutil.which("pandoc")
-    engine = next((e for e in ("xelatex", "pdflatex", "lualatex") if shutil.which(e)), None)
-    if not (pandoc and engine):
-        log("PDF skipped: needs pandoc and a LaTeX engine (HTML written)")
+# [3], [1, 4], [5–7]; not an index such as regions[0]
+_CITATION = re.compile(r"(?<![\w\]])\[(\d+(?:\s*[,–-]\s*\d+)*)\]")
+
+
+def unresolved_citations(text: str) -> list[int]:
+    """Cited numbers ([3], [1, 4], [5–7]) that no numbered entry of ``## References`` has."""
+    refs = re.search(r"^## References[ \t]*\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    entries = set(map(int, re.findall(r"^(\d+)\.[ \t]", refs.group(1), re.M))) if refs else set()
+    cited = set()
+    body = text[: refs.start()] if refs else text
+    for m in _CITATION.finditer(body):
+        for part in re.split(r"\s*,\s*", m.group(1)):
+            ends = [int(n) for n in re.split(r"\s*[–-]\s*", part)]  # "5" or "5–7"
+            cited.update(range(ends[0], ends[-1] + 1))
+    return sorted(cited - entries)
+
+
+def _pdf(body: str, out_dir: Path, log: Callable[[str], None]) -> str | None:
+    """paper.pdf through pandoc and a LaTeX engine, when one is installed (else None, said).
+    LaTeX numbers the figures itself, so their captions lose the "Figure n: " written for
+    the HTML."""
+    engine = next((e for e in ("xelatex", "lualatex", "pdflatex") if shutil.which(e)), None)
+    if engine is None:
+        log(
+            "PDF skipped: no LaTeX engine (xelatex, lualatex or pdflatex) found; the README "
+            "says how to install one (HTML written)"
+        )
         return None
+    text = re.sub(r"!\[Figure \d+: ", "![", body)
     pdf = out_dir / "paper.pdf"
-    cmd = [pandoc, str(md), "-o", str(pdf), f"--pdf-engine={engine}"]
-    proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True, check=False)
+    args = ["-o", str(pdf), f"--pdf-engine={engine}", "--resource-path", str(out_dir)]
+    proc = _pandoc([*args, "-V", "geometry:margin=2.5cm"], text, out_dir)
     if proc.returncode != 0:
-        log(f"PDF failed ({' '.join(cmd)}):\n{proc.stderr[-2000:]}")
+        log(f"PDF failed ({engine}):\n{proc.stderr[-2000:]}")
         return None
+    missing = sorted(set(re.findall(r"Missing character: There is no (\S+)", proc.stderr)))
+    if missing:  # the PDF is written, but these characters are blank in it
+        log(f"PDF written without glyphs for {' '.join(missing)} (not in the LaTeX font)")
     return str(pdf)

@@ -62,7 +62,7 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
         "mnist": [_py("mnist", "all", *q)],
         "notebooks": nb_cmds,
         "sweep": [_py("sweep", "experiments/sweeps/default.json", *q)],
-        "paper": [_py("paper")],
+        "paper": [_py("paper", *q)],
     }
 
 

@@ -1,0 +1,257 @@
+"""Measure how far each compared figure moves between machines, and so the tolerances of the
+comparison's *numerics* figures (``compare.CLASS_RULES``).
+
+Training goes through matrix products whose kernels (MKL, oneDNN) and vector code (ATen)
+are chosen by the CPU; a least-squares line goes through numpy's OpenBLAS, whose kernels are
+chosen the same way; PyTorch's own GELU takes other paths at special values under another
+ATen instruction set. So a run on another machine can land off the reference's bits. How far
+is measured, not guessed: ``python -m turbogelu.tolerances`` runs the steps of ``PARTS`` under
+each of ``VARIANTS`` (one process each, in ``--work/<mode>/<variant>/``; a step whose output
+is there is not rerun) and compares every figure of every run with every other run and with
+the committed reference (``results/reference/<mode>/``, made on another CPU):
+
+* a *numerics* figure's tolerance is twice the largest difference between any two of them;
+  it is written, with the values, the variants, the machine and the commands, into
+  ``compare.TOLERANCE_FILE`` under the mode (the other mode's entry is kept). A figure that no
+  two runs disagree on gets 0: it must then match exactly;
+* an *exact* figure that differs in any bit between any two of them is an error (exit 1): it
+  must be made exact or classified as numerics, and the file is not written.
+
+``--parts``: ``mnist`` (the MNIST protocols and notebook 06: the default), ``table2``,
+``accuracy``, a notebook's stem (01-04, 07, 08), or ``fits`` for all but mnist: the steps
+behind every figure of make reproduce that is not a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import compare
+
+REPO = compare.REPO
+
+# name -> (environment, extra arguments of `mnist all`). What a run on another machine may
+# change: ATen's vector code (ATEN_CPU_CAPABILITY), MKL's GEMM kernels
+# (MKL_ENABLE_INSTRUCTIONS), oneDNN's (DNNL_MAX_CPU_ISA), numpy's OpenBLAS kernels, behind
+# the fits (OPENBLAS_CORETYPE; AVX2-only Haswell code here), the intra-op threads of training
+# (--threads: torch.set_num_threads; OMP_NUM_THREADS, which training overrides with its own
+# setting, is run to show it changes nothing), turbogelu's own ISA (its kernels give the same
+# bits on every ISA: tests/test_ops.py), and all of them at once.
+VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
+    "default": ({}, []),
+    "aten-avx2": ({"ATEN_CPU_CAPABILITY": "avx2"}, []),
+    "aten-default": ({"ATEN_CPU_CAPABILITY": "default"}, []),
+    "mkl-avx2": ({"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, []),
+    "mkl-avx512": ({"MKL_ENABLE_INSTRUCTIONS": "AVX512"}, []),
+    "onednn-avx2": ({"DNNL_MAX_CPU_ISA": "AVX2"}, []),
+    "openblas-haswell": ({"OPENBLAS_CORETYPE": "Haswell"}, []),
+    "threads-2": ({}, ["--threads", "2"]),
+    "omp-1": ({"OMP_NUM_THREADS": "1"}, []),
+    "all-avx2": (
+        {
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "DNNL_MAX_CPU_ISA": "AVX2",
+            "OPENBLAS_CORETYPE": "Haswell",
+            "TURBOGELU_CPU_ISA": "avx2",
+            "OMP_NUM_THREADS": "1",
+        },
+        [],
+    ),
+}
+REFERENCE_RUN = "reference"
+# The steps behind the figures that are not times (make reproduce's, in each mode).
+FIT_NOTEBOOKS = (
+    "01_tail_clamping",
+    "02_irls_fitting",
+    "03_estrin_evaluation",
+    "04_derivative_checks",
+    "07_polynomial_family",
+    "08_cells",
+)
+# A part is one step's name; "fits" stands for all of them but mnist.
+PARTS = ("mnist", "table2", "accuracy", *FIT_NOTEBOOKS)
+ALIASES = {"fits": ["table2", "accuracy", *FIT_NOTEBOOKS]}
+
+
+def _run(cmd: list[str], env: dict[str, str], log) -> None:
+    shown = " ".join(f"{k}={v}" for k, v in env.items())
+    log(f"$ {shown + ' ' if shown else ''}{shlex.join(['python', *cmd[1:]])}")
+    proc = subprocess.run(
+        cmd, cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{shlex.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
+
+
+def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tuple[Path, list]]:
+    """(output file, command) of each step of ``part`` into ``out``."""
+    py = [sys.executable, "-m", "turbogelu"]
+    q = ["--quick"] if quick else []
+
+    def notebook(stem):
+        nb = [*py, "notebook", stem, *q, "--results-dir", str(out)]
+        return out / f"{stem}.json", [*nb, "--out", str(out / f"{stem}.ipynb")]
+
+    if part == "mnist":
+        seed = out / f"mnist_{'quick_' if quick else ''}seed.json"
+        mnist = [*py, "mnist", "all", *q, *mnist_args, "--out-dir", str(out), "--no-plots"]
+        path, nb06 = notebook("06_mnist_mlp")
+        return [(seed, mnist), (path, [*nb06, "-p", "run_if_missing=false"])]
+    if part == "table2":
+        table2 = [*py, "table2", "--out", str(out / "table2.json")]
+        return [(out / "table2.json", table2 + (["--no-floors", "--no-sollya"] if quick else []))]
+    if part == "accuracy":
+        steps = []
+        for spec in ("gelu_exact", "gelu_tanh"):
+            path = out / f"accuracy_{spec}.json"
+            cmd = [*py, "report", "--spec", f"data/specs/{spec}.json", "--out", str(path)]
+            steps.append((path, cmd))
+        return steps
+    return [notebook(part)]
+
+
+def run_variant(name: str, out: Path, quick: bool, parts, log=print) -> Path:
+    """The steps of ``parts`` under variant ``name`` into ``out`` (those done are kept)."""
+    env, mnist_args = VARIANTS[name]
+    out.mkdir(parents=True, exist_ok=True)
+    for part in parts:
+        for path, cmd in _steps(part, out, quick, mnist_args):
+            if not path.is_file():
+                _run(cmd, env, log)
+    return out
+
+
+def differences(runs: dict[str, dict[str, float]]) -> dict[str, dict]:
+    """For every numerics figure of the runs: the largest |difference| between two runs,
+    the pair that shows it, and the tolerance (twice that)."""
+    names = sorted(
+        {n for figs in runs.values() for n in figs if compare.classify(n) == compare.NUMERICS}
+    )
+    out = {}
+    for name in names:
+        values = {run: figs[name] for run, figs in runs.items() if name in figs}
+        worst, pair = 0.0, []
+        for (a, va), (b, vb) in itertools.combinations(values.items(), 2):
+            d = abs(va - vb)
+            if math.isnan(d):
+                raise ValueError(f"{name}: NaN in run {a} or {b}")
+            if d > worst or not pair:
+                worst, pair = d, [a, b]
+        out[name] = {
+            "tolerance": 2 * worst,
+            "max_difference": worst,
+            "between": pair,
+            "values": values,
+        }
+    return out
+
+
+def exact_differences(runs: dict[str, dict[str, float]]) -> list[tuple]:
+    """(figure, {run: value}) of every exact figure on which two runs differ in any bit."""
+    names = sorted({n for figs in runs.values() for n in figs})
+    bad = []
+    for name in names:
+        if compare.classify(name) != compare.EXACT:
+            continue
+        values = {run: figs[name] for run, figs in runs.items() if name in figs}
+        distinct = {("nan" if math.isnan(v) else v) for v in values.values()}
+        if len(distinct) > 1:
+            bad.append((name, values))
+    return bad
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m turbogelu.tolerances", description=__doc__)
+    p.add_argument("--full", action="store_true", help="the full mode's steps (default: quick)")
+    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (all)")
+    p.add_argument("--parts", default="mnist", help=f"comma-separated, of {PARTS} or fits (mnist)")
+    p.add_argument("--work", type=Path, default=REPO / "results" / "tolerances", help="run folders")
+    p.add_argument("--out", type=Path, default=compare.TOLERANCE_FILE)
+    args = p.parse_args(argv)
+    mode = "full" if args.full else "quick"
+    names = [v for v in args.variants.split(",") if v]
+    asked = [v for v in args.parts.split(",") if v]
+    parts = [q for v in asked for q in ALIASES.get(v, [v])]
+    unknown = [v for v in names if v not in VARIANTS] + [v for v in parts if v not in PARTS]
+    if unknown:
+        p.error(f"unknown variant(s) or part(s) {unknown}; {list(VARIANTS)}, {list(PARTS)}")
+    t0 = time.perf_counter()
+    for name in names:
+        run_variant(name, args.work / mode / name, not args.full, parts)
+    # every run of this mode in the work folder, this command's and earlier ones'
+    ref_dir = compare.REFERENCE / mode
+    runs = {REFERENCE_RUN: compare.collect(ref_dir)}
+    present = {}
+    for name in VARIANTS:
+        d = args.work / mode / name
+        if d.is_dir() and any(d.glob("*.json")):
+            runs[name] = compare.collect(d)
+            present[name] = sorted(f.stem for f in d.glob("*.json"))
+    bad = exact_differences(runs)
+    for name, values in bad:
+        shown = ", ".join(f"{r} {v!r}" for r, v in values.items())
+        print(f"EXACT FIGURE DIFFERS: {name}: {shown}")
+    if bad:
+        print(
+            f"{len(bad)} exact figure(s) differ between runs: make them exact or classify them "
+            f"as numerics (compare.CLASS_RULES); {args.out} not written"
+        )
+        return 1
+    figs = differences(runs)
+    from .notebooks import machine
+
+    data = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    data["about"] = (
+        "Tolerances of the comparison's numerics figures (turbogelu/compare.py): per figure "
+        "twice the largest difference measured between runs under different instruction sets "
+        "and thread counts and the committed reference run, with every run's value. Written "
+        "by turbogelu/tolerances.py, whose docstring says how."
+    )
+    command = ["python", "-m", "turbogelu.tolerances", *(["--full"] if args.full else [])]
+    if asked != ["mnist"]:
+        command += ["--parts", ",".join(asked)]
+    if names != list(VARIANTS):
+        command += ["--variants", ",".join(names)]
+    previous = data.get(mode, {}).get("commands", [])
+    data[mode] = {
+        "commands": [*[c for c in previous if c != shlex.join(command)], shlex.join(command)],
+        "measured_on": machine(),
+        "reference_machine": compare._machine(ref_dir),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "seconds_last_command": round(time.perf_counter() - t0),
+        "variants": {
+            n: {"env": VARIANTS[n][0], "mnist_args": VARIANTS[n][1], "results": present[n]}
+            for n in present
+        },
+        "exact_figures_checked": sum(
+            1 for n in {k for f in runs.values() for k in f} if compare.classify(n) == "exact"
+        ),
+        "figures": figs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    for name, f in figs.items():
+        pair = " vs ".join(f["between"]) or "one run"
+        print(f"{name}: max difference {f['max_difference']:.3g} ({pair})")
+    print(
+        f"wrote {args.out} ({mode}: {len(figs)} numerics figures over {len(runs)} runs; "
+        f"{data[mode]['exact_figures_checked']} exact figures identical in every run)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
