@@ -98,6 +98,16 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         "float64 fits and their errors (bit-identical on the CPUs measured)",
     ),
     (
+        r"^09_min_degree\..*" + _TIME_WORDS,
+        TIME,
+        "how long the searches took",
+    ),
+    (
+        r"^09_min_degree\.",
+        EXACT,
+        "proven minimum degrees and counts of inputs set aside (exact LP certificates)",
+    ),
+    (
         r"^(03_estrin_evaluation|04_derivative_checks|08_cells|accuracy_gelu_\w+)\.",
         EXACT,
         "the kernels' bits against a fixed ground truth: dense errors, every 16-bit input, "
