@@ -113,9 +113,17 @@ def approximate(request):
 
 @pytest.fixture
 def dynamo_reset():
-    """torch._dynamo.reset() (and cleared dynamo counters) before and after a compile test."""
+    """torch._dynamo.reset() (and cleared dynamo counters) before and after a compile test,
+    with Inductor's prepacked-weight (oneDNN) linear off: on a Sapphire Rapids-class Xeon,
+    torch 2.14.1's compiled Linear -> pointwise -> Linear corrupts the heap with it on (malloc
+    aborts, or garbage gradients; nn.ReLU in place of turbogelu does the same, and with
+    weight_prepack off it runs clean). These tests are about turbogelu's ops tracing and
+    matching eager, not about PyTorch's GEMM on one CPU."""
+    import torch._inductor.config as inductor_config
+
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
-    yield
+    with inductor_config.patch({"cpp.weight_prepack": False}):
+        yield
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
