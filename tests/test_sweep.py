@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
+from conftest import ROOT, subprocess_env
 
 from turbogelu import sweep
 
@@ -36,6 +42,93 @@ def test_load_rejects_unknown_keys(tmp_path):
     f.write_text(json.dumps({"name": "x", "grid": {"degree": []}}))
     with pytest.raises(ValueError, match="non-empty"):
         sweep.load(f)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"name": "x", "grid": [6]}', "'grid' must be an object"),
+        ('{"name": "x", "grid": {"degree": [6]}, "fixed": 3}', "'fixed' must be an object"),
+        ('{"name": 7, "grid": {"degree": [6]}}', "'name' must be a string"),
+        ("[1, 2]", "a sweep file is a JSON object"),
+        ('{"name": "x", "grid": {"degree": [6]},', "not valid JSON"),
+    ],
+)
+def test_a_malformed_sweep_file_is_an_error_naming_it(tmp_path, text, message):
+    f = tmp_path / "bad.json"
+    f.write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        sweep.load(f)
+    assert str(f) in str(info.value)
+    with pytest.raises(ValueError, match="cannot read the sweep file"):
+        sweep.load(tmp_path / "missing.json")
+    # and on the command line: the message and exit status 2, no traceback
+    import turbogelu.__main__ as cli
+
+    assert cli.main(["sweep", str(f)]) == 2
+
+
+def test_a_second_runner_on_one_folder_is_refused(tmp_path, capsys):
+    d = tmp_path / "out"
+    with sweep.runner_lock(d):
+        assert (d / sweep.LOCK_NAME).read_text() == f"pid {os.getpid()}\n"
+        with pytest.raises(sweep.Busy, match=f"another sweep runner \\(pid {os.getpid()}\\)"):
+            with sweep.runner_lock(d):
+                pass
+    assert not (d / sweep.LOCK_NAME).exists()  # gone with its runner
+    with sweep.runner_lock(d):  # and free again
+        pass
+
+
+_ORPHAN = """
+import os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from turbogelu import sweep
+
+d, pids = Path(sys.argv[1]), Path(sys.argv[2])
+
+def work(_):
+    pids.write_text(str(os.getpid()))
+    time.sleep(120)
+
+with sweep.runner_lock(d):
+    pool = ProcessPoolExecutor(1, initializer=sweep._die_with_parent, initargs=(os.getpid(),))
+    pool.submit(work, 0)
+    time.sleep(120)
+"""
+
+
+def test_a_killed_runner_takes_its_workers_and_its_lock_with_it(tmp_path):
+    """Killing the runner left its worker running the queued points, and a rerun meanwhile
+    ran them twice: the workers now die with the runner, and the lock goes with them."""
+    d, pids = tmp_path / "out", tmp_path / "worker.pid"
+    runner = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN, str(d), str(pids)], cwd=ROOT, env=subprocess_env()
+    )
+    try:
+        for _ in range(600):
+            if pids.is_file() and pids.read_text():
+                break
+            time.sleep(0.1)
+        worker = int(pids.read_text())
+        with pytest.raises(sweep.Busy):  # held by the runner (and its worker)
+            with sweep.runner_lock(d):
+                pass
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(30)
+    for _ in range(100):  # SIGTERM reaches the worker as its parent dies
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its runner")
+    with sweep.runner_lock(d):  # the kernel dropped the lock with its holders
+        pass
 
 
 def test_default_sweep_file_loads():

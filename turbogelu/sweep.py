@@ -28,10 +28,14 @@ were timed) into ``pareto.png``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import itertools
 import json
+import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -68,9 +72,24 @@ COLUMNS = (
 
 
 def load(path: str | Path) -> dict:
-    """Read and check a sweep file; relative paths in it are relative to the repository."""
+    """Read and check a sweep file; relative paths in it are relative to the repository.
+    Every fault (missing, not JSON, a key of the wrong type) is a ValueError naming the file."""
     path = Path(path)
-    data = json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the sweep file ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a sweep file is a JSON object, got {type(data).__name__}")
+    for key, kind in (("fixed", dict), ("grid", dict), ("quick_grid", dict), ("name", str)):
+        if key in data and not isinstance(data[key], kind):
+            want = "an object {name: ...}" if kind is dict else "a string"
+            raise ValueError(f"{path}: {key!r} must be {want}, got {json.dumps(data[key])}")
+    for key in ("notebook", "out_dir", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise ValueError(f"{path}: {key!r} must be a string, got {json.dumps(data[key])}")
     unknown = set(data) - set(KEYS)
     if unknown:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}; known: {list(KEYS)}")
@@ -229,6 +248,57 @@ def write_point(path: str | Path, record: dict) -> Path:
 # ---------------------------------------------------------------- running
 
 
+LOCK_NAME = ".sweep.lock"
+
+
+class Busy(RuntimeError):
+    """Another runner holds the output folder."""
+
+
+@contextlib.contextmanager
+def runner_lock(d: Path):
+    """One runner per output folder: a second one (say, a rerun started while a killed
+    runner's workers still ran its queued points) would run points twice. The lock is an
+    flock on ``<d>/.sweep.lock``: the kernel drops it when its holders die, so a crashed
+    runner never leaves a stale lock; the pool's workers inherit it (fork) and hold it while
+    they live. The file names the holder's pid and goes when the runner ends."""
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / LOCK_NAME
+    f = open(path, "a+")  # noqa: SIM115 (held for the block)
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "a process"
+            raise Busy(
+                f"{d}: another sweep runner ({holder}) is writing this folder; wait for it, "
+                "or stop it (its workers stop with it)"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+    finally:
+        f.close()  # releases the flock (the workers have exited by now)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: a worker ends when the runner does (Linux: PR_SET_PDEATHSIG), so a
+    killed runner leaves no worker running its queued points."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the runner died before the line above
+        os._exit(1)
+
+
 def _execute(notebook: str, out_nb: str, params: dict) -> str:
     notebooks.execute(notebook, out_nb, params)
     return out_nb
@@ -250,16 +320,28 @@ def run(
     d = out_dir(sweep, quick, out)
     nb = notebooks.notebook_path(notebooks.REPO / sweep["notebook"])
     pts = points(sweep, quick)
-    todo, skipped = [], []
-    for p in pts:
-        pid = point_id(p)
-        rec = d / "points" / f"{pid}.json"
-        (skipped if rec.is_file() else todo).append((pid, p, rec))
-    log(f"sweep {sweep['name']}: {len(pts)} points, {len(skipped)} done, {len(todo)} to run")
+    with runner_lock(d):  # what is done is read under the lock: a runner that just ended counts
+        todo, skipped = [], []
+        for p in pts:
+            pid = point_id(p)
+            rec = d / "points" / f"{pid}.json"
+            (skipped if rec.is_file() else todo).append((pid, p, rec))
+        log(f"sweep {sweep['name']}: {len(pts)} points, {len(skipped)} done, {len(todo)} to run")
+        failed = _run_points(nb, d, todo, jobs, quick, log)
+        ran = [pid for pid, _, _ in todo if pid not in failed]
+        records = [d / "points" / f"{point_id(p)}.json" for p in pts]
+        agg = aggregate([r for r in records if r.is_file()], d, title=sweep["name"])
+    return {"ran": ran, "skipped": [s[0] for s in skipped], "failed": failed, "out_dir": d, **agg}
+
+
+def _run_points(nb: Path, d: Path, todo: list, jobs: int, quick: bool, log) -> list[str]:
+    """Execute the points in a process pool; returns the ids of those that failed."""
     notebooks.kernel_name()  # register the kernelspec before the workers start
     failed = []
     if todo:
-        with ProcessPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+        with ProcessPoolExecutor(
+            max_workers=max(1, int(jobs)), initializer=_die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = {
                 pool.submit(
                     _execute,
@@ -278,10 +360,7 @@ def run(
                     failed.append(pid)
                     first = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
                     log(f"  FAILED {pid}: {first}")
-    ran = [pid for pid, _, _ in todo if pid not in failed]
-    records = [d / "points" / f"{point_id(p)}.json" for p in pts]
-    agg = aggregate([r for r in records if r.is_file()], d, title=sweep["name"])
-    return {"ran": ran, "skipped": [s[0] for s in skipped], "failed": failed, "out_dir": d, **agg}
+    return failed
 
 
 # ---------------------------------------------------------------- aggregating
@@ -376,9 +455,10 @@ def aggregate(paths, out: str | Path, title: str = "") -> dict:
 
 
 def parse_params(items, notebook: str | Path) -> dict:
-    """-p KEY=VALUE items (VALUE as JSON if it parses, else the string) for the sweep's
-    notebook, whose parameters cell must name each KEY."""
-    known = notebooks.parameter_names(notebooks.notebook_path(notebook))
+    """-p KEY=VALUE items (VALUE as JSON: notebooks.parse_value) for the sweep's notebook,
+    whose parameters cell must name each KEY."""
+    defaults = notebooks.parameter_defaults(notebooks.notebook_path(notebook))
+    known = list(defaults)
     params = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -386,23 +466,24 @@ def parse_params(items, notebook: str | Path) -> dict:
             raise ValueError(f"-p needs KEY=VALUE, got {item!r}")
         if key == "quick" or key not in known:
             raise ValueError(f"-p {key}: not a point parameter of {notebook}; those: {known}")
-        try:
-            params[key] = json.loads(value)
-        except ValueError:
-            params[key] = value
+        params[key] = notebooks.parse_value(key, value, defaults[key])
     return params
 
 
 def main(args) -> int:
     params = parse_params(args.param, notebooks.REPO / load(args.file)["notebook"])
-    res = run(
-        args.file,
-        jobs=args.jobs,
-        quick=args.quick,
-        out=args.out,
-        log=lambda m: print(m, file=sys.stderr, flush=True),
-        params=params,
-    )
+    try:
+        res = run(
+            args.file,
+            jobs=args.jobs,
+            quick=args.quick,
+            out=args.out,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+            params=params,
+        )
+    except Busy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(Path(res["table_md"]).read_text(), end="")
     for key in ("table_csv", "table_md", "plot"):
         if key in res:
