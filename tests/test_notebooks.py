@@ -159,7 +159,15 @@ def test_notebook_command_paths_and_parameter_errors(monkeypatch, capsys):
     assert "use --quick" in capsys.readouterr().err
     assert cli.main(["notebook", "no_such_notebook"]) == 2
     assert "no notebook 'no_such_notebook'" in capsys.readouterr().err
+    # -p values are JSON: a bare word is refused where the default is not a string ...
+    assert cli.main(["notebook", "03_estrin_evaluation", "-p", "rounds=notjson"]) == 2
+    assert "-p rounds=notjson: not a JSON value" in capsys.readouterr().err
     assert len(ran) == 1
+    # ... and taken as the string where it is (sweep_point's target = "gelu")
+    assert cli.main(["notebook", "sweep_point", "--quick", "-p", "target=silu"]) == 0
+    assert ran[-1][1]["target"] == "silu"
+    assert notebooks.parse_value("degree", "[6, 8]", "None") == [6, 8]
+    assert notebooks.parse_value("fmt", '"bfloat16"', '"float32"') == "bfloat16"
 
 
 def test_quiet_kernel_manager(tmp_path):

@@ -315,16 +315,6 @@ def _cmd_sweep(args) -> int:
     return sweep.main(args)
 
 
-def _parse_value(text: str):
-    """A -p value: JSON if it parses (numbers, true/false, lists), else the string."""
-    import json
-
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 # Set by the notebook command's own flags, not by -p.
 _NOTEBOOK_FLAGS = {"quick": "--quick", "results_dir": "--results-dir"}
 
@@ -339,7 +329,8 @@ def _cmd_notebook(args) -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    known = notebooks.parameter_names(nb)
+    defaults = notebooks.parameter_defaults(nb)
+    known = list(defaults)
     params = {"quick": args.quick}
     if "results_dir" in known:
         params["results_dir"] = args.results_dir
@@ -356,7 +347,11 @@ def _cmd_notebook(args) -> int:
             print(f"error: {nb.name} has no parameter {key!r}; its parameters: {known}",
                   file=sys.stderr)  # fmt: skip
             return 2
-        given[key] = _parse_value(value)
+        try:
+            given[key] = notebooks.parse_value(key, value, defaults[key])
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     # Explicit values are injected after the mode: the notebooks fill only the parameters left
     # at None from their quick or full settings (notebooks.by_mode), so -p wins over --quick.
     params.update(given)
@@ -470,11 +465,9 @@ def _cmd_paper(args) -> int:
 
 def _run_command(args) -> int:
     """The subcommand; a ValueError from the lab, data, mnist or sweep (an unknown target, a bad
-    range, an unknown activation, a bad sweep file, ...) is a usage error: its message and exit
-    status 2."""
-    lab = args.command in ("search", "data", "mnist", "sweep") or (
-        args.command == "fit" and args.target is not None
-    )
+    range or degree, an unknown activation, a bad sweep file, ...) is a usage error: its message
+    and exit status 2."""
+    lab = args.command in ("fit", "search", "data", "mnist", "sweep")
     if not lab:  # the kernel spec fit, codegen, report, bench: unchanged
         return args.func(args)
     try:
@@ -633,7 +626,11 @@ def main(argv=None) -> int:
         help="where it writes its JSON (results; relative paths: to the repository)",
     )
     n.add_argument(
-        "-p", "--param", action="append", help="KEY=VALUE parameter (JSON value); repeatable"
+        "-p",
+        "--param",
+        action="append",
+        help="KEY=VALUE parameter, VALUE as JSON (a bare word only where the default is a "
+        "string); repeatable",
     )
     n.add_argument(
         "--out",

@@ -176,9 +176,30 @@ def render_html(executed: str | Path) -> Path:
 
 def parameter_names(notebook: str | Path) -> list[str]:
     """The names the notebook's ``parameters`` cell assigns (papermill's inspection)."""
+    return list(parameter_defaults(notebook))
+
+
+def parameter_defaults(notebook: str | Path) -> dict[str, str]:
+    """{name: the default's source text} of the notebook's ``parameters`` cell."""
     import papermill
 
-    return list(papermill.inspect_notebook(str(notebook_path(notebook))))
+    found = papermill.inspect_notebook(str(notebook_path(notebook)))
+    return {name: p["default"] for name, p in found.items()}
+
+
+def parse_value(key: str, text: str, default: str):
+    """A -p value: JSON (numbers, true/false, null, lists, quoted strings). A bare word that
+    is not JSON is taken as a string only where the parameter's default is a string literal
+    (``-p target=gelu``); elsewhere it is an error, not a string the notebook would choke on."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        if default.strip()[:1] in ("'", '"'):
+            return text
+        raise ValueError(
+            f"-p {key}={text}: not a JSON value (the parameter's default is {default}); "
+            f"give numbers, true/false/null, lists as JSON, strings as '\"text\"'"
+        ) from None
 
 
 def machine() -> dict:
