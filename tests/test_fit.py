@@ -96,6 +96,42 @@ def test_codegen_sees_a_modified_spec(tmp_path):
     assert proc.returncode == 1 and "differs" in proc.stderr
 
 
+# ---------------------------------------------------------------- fit arguments
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--degree", "0"], "degree (--degree) must be one with compiled kernels, 2..12"),
+        (["--degree", "13"], "degree (--degree) must be one with compiled kernels, 2..12"),
+        (["--iters", "-1"], "IRLS iterations (--iters) must be >= 1"),
+        (["--range", "1e6"], "R (--range) must be in (0, 10]"),
+        (["--range", "-2"], "R (--range) must be in (0, 10]"),
+        (["--points", "3"], "sample points (--points) must be >= 18"),
+    ],
+)
+def test_bad_kernel_fit_arguments_are_usage_errors(tmp_path, capsys, args, message):
+    """They printed a raw traceback (rc 1), or were accepted silently (--iters -1, --range 1e6
+    wrote a spec with 4.1 of error); now the message and rc 2, as with --target, and no file."""
+    import turbogelu.__main__ as cli
+
+    out = tmp_path / "spec.json"
+    assert cli.main(["fit", *args, "--out", str(out)]) == 2
+    assert f"error: {message}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_kernel_degrees_are_the_compiled_ones():
+    torch = pytest.importorskip("torch")
+    import turbogelu.ops as tops
+
+    assert (
+        list(spec.KERNEL_DEGREES)
+        == tops.poly_degrees()
+        == list(torch.ops.turbogelu._poly_degrees())
+    )
+
+
 # ---------------------------------------------------------------- spec.load errors
 
 

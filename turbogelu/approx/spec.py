@@ -50,6 +50,33 @@ DEFAULTS = {
 }
 
 
+# What a kernel spec may be fitted with. Degrees: those with compiled CPU kernels
+# (TG_KERNEL_DEGREES in kernels/cpu/cpu_kernels.h; a test compares). R: beyond 10 the
+# window's samples lie where float32 GELU already equals its asymptote (x, or 0 below) and
+# a polynomial in x^2 of degree <= 12 cannot follow the corner; the shipped specs use 4.25
+# and 4.389.
+KERNEL_DEGREES = range(2, 13)
+MAX_RANGE = 10.0
+
+
+def check_settings(range_: float, iters: int, points: int, degree: int) -> None:
+    """A ValueError naming the setting for a kernel spec fit that could not be shipped."""
+    if not (isinstance(range_, int | float) and 0 < range_ <= MAX_RANGE):
+        raise ValueError(f"R (--range) must be in (0, {MAX_RANGE:g}], got {range_!r}")
+    if degree not in KERNEL_DEGREES:
+        raise ValueError(
+            f"degree (--degree) must be one with compiled kernels, {KERNEL_DEGREES.start}.."
+            f"{KERNEL_DEGREES.stop - 1}, got {degree}"
+        )
+    if iters < 1:
+        raise ValueError(f"IRLS iterations (--iters) must be >= 1, got {iters}")
+    need = 2 * (degree + 1)
+    if points < need:
+        raise ValueError(
+            f"sample points (--points) must be >= {need} for degree {degree}, got {points}"
+        )
+
+
 def file_mode(mode: str) -> str:
     """A GELU form as the spec files name it: "exact" for mode "none" (or "exact"), else mode."""
     return "exact" if mode in ("none", "exact") else mode
@@ -163,6 +190,7 @@ def fit_command(range_: float, iters: int, points: int, degree: int, mode: str) 
 
 def build_spec(range_: float, iters: int, points: int, degree: int, mode: str) -> dict:
     """Fit forward and direct backward, derive the matched backward, measure all three."""
+    check_settings(range_, iters, points, degree)
     method = {"method": "irls", "iters": iters, "points": points}
     fwd = fit.fit_gelu(range_, degree, iters, points, mode)
     direct = fit.fit_gelu(range_, degree, iters, points, mode, grad=True)
