@@ -118,6 +118,19 @@ def test_replace_gelu_nested():
     assert turbogelu.replace_gelu(model) == 0  # nothing left to replace
 
 
+def test_replace_gelu_reaches_a_module_registered_under_two_names():
+    """named_children() skips an instance's second name: the alias stayed torch's."""
+    m = nn.Sequential(nn.Linear(2, 2), nn.GELU())
+    m.add_module("again", m[1])
+    shared = nn.GELU("tanh")
+    m.add_module("inner", nn.Sequential(shared, nn.ReLU(), shared))
+    assert turbogelu.replace_gelu(m) == 2  # two distinct modules, four places
+    assert isinstance(m[1], turbogelu.GELU) and m.again is m[1]
+    assert isinstance(m.inner[0], turbogelu.GELU) and m.inner[2] is m.inner[0]
+    assert m.inner[0].approximate == "tanh"
+    assert _gelus(m) == []
+
+
 def test_replace_gelu_passes_backward():
     model = nn.Sequential(nn.Linear(4, 4), nn.GELU("tanh"))
     assert turbogelu.replace_gelu(model, backward="matched") == 1
@@ -161,6 +174,20 @@ def test_import_is_lazy():
     r = _run("-c", code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "False", "False", turbogelu.__version__, "True", "True"]
+
+
+def test_submodules_are_reachable_without_importing_them():
+    """The README writes turbogelu.ops.use_cpu_kernel after a bare `import turbogelu`."""
+    code = (
+        "import sys, turbogelu\n"
+        "print('turbogelu.ops' in sys.modules, 'ops' in dir(turbogelu))\n"
+        "turbogelu.approx.spec\n"  # the torch-free lab stays torch-free
+        "print('torch' in sys.modules)\n"
+        "print(callable(turbogelu.ops.use_cpu_kernel), turbogelu.modules.GELU is turbogelu.GELU)\n"
+    )
+    r = _run("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "False", "True", "True"]
 
 
 def test_first_use_loads_torch_and_the_extension():

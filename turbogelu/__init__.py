@@ -24,10 +24,15 @@ _LAZY = {
     "replace_gelu": "turbogelu.modules",
 }
 
+# Submodules reachable as attributes without importing them first (turbogelu.ops.use_cpu_kernel).
+_SUBMODULES = ("ops", "modules", "approx")
+
 __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"turbogelu.{name}")  # the import binds it in globals()
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'turbogelu' has no attribute {name!r}")
@@ -37,4 +42,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -26,14 +26,18 @@ class GELU(nn.Module):
 
 def replace_gelu(model: nn.Module, *, backward: str = "default") -> int:
     """Replace every ``nn.GELU`` inside ``model`` (in place) by ``turbogelu.GELU`` with the same
-    ``approximate``; return how many were replaced. A model that *is* an ``nn.GELU`` cannot be
-    replaced in place: wrap it, or construct ``turbogelu.GELU`` directly."""
+    ``approximate``; return how many modules were replaced. A module registered in several
+    places (one instance under two names) is replaced everywhere by one ``turbogelu.GELU``, so
+    the sharing is kept and it counts once. A model that *is* an ``nn.GELU`` cannot be replaced
+    in place: wrap it, or construct ``turbogelu.GELU`` directly."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"replace_gelu expects an nn.Module, got {type(model).__name__}")
-    count = 0
+    replacement: dict[int, GELU] = {}  # id(original) -> its one replacement
     for parent in model.modules():
-        for name, child in list(parent.named_children()):
+        # _modules, not named_children(): that skips a second name of an instance it has seen.
+        for name, child in list(parent._modules.items()):
             if isinstance(child, nn.GELU) and not isinstance(child, GELU):
-                setattr(parent, name, GELU(child.approximate, backward=backward))
-                count += 1
-    return count
+                if id(child) not in replacement:
+                    replacement[id(child)] = GELU(child.approximate, backward=backward)
+                setattr(parent, name, replacement[id(child)])
+    return len(replacement)
