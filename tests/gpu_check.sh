@@ -16,7 +16,7 @@
 #
 # Everything it prints is also in OUTDIR: gpu_check.log (all of it), build.log, test_cuda.log
 # (+ .xml), bench.jsonl (every row), bench_1m.md and bench_sweep.md (the tables), summary.md,
-# and, where turbogelu/bench.py can time a GPU, bench_general.md / .jsonl (its quick mode).
+# and, where experiments/bench.py can time a GPU, bench_general.md / .jsonl (its quick mode).
 # Sized for under 5 minutes on an H200; each step has its own time limit. PYTHON=... picks
 # another interpreter. Exit status: 0 when every step passed.
 set -euo pipefail
@@ -118,22 +118,22 @@ fi
 
 step "benchmark: 1M elements, 50 rounds x 100 calls"
 set +e
-timeout 240 "$PY" -m turbogelu.bench_cuda --size 1048576 --rounds 50 --calls 100 \
+timeout 240 "$PY" -m experiments.bench_cuda --size 1048576 --rounds 50 --calls 100 \
   --out "$OUT/bench.jsonl" | tee "$OUT/bench_1m.md"
 rc1=${PIPESTATUS[0]}
 step "benchmark: size sweep 64K ... 256M"
-timeout 300 "$PY" -m turbogelu.bench_cuda --sweep --out "$OUT/bench.jsonl" | tee "$OUT/bench_sweep.md"
+timeout 300 "$PY" -m experiments.bench_cuda --sweep --out "$OUT/bench.jsonl" | tee "$OUT/bench_sweep.md"
 rc2=${PIPESTATUS[0]}
 set -e
 note "- benchmark 1M: exit $rc1; sweep: exit $rc2 (tables: bench_1m.md, bench_sweep.md)"
 if [[ $rc1 -ne 0 || $rc2 -ne 0 ]]; then STATUS=1; fi
-# The general benchmark (turbogelu/bench.py), where it can time a GPU: its quick mode, as an
+# The general benchmark (experiments/bench.py), where it can time a GPU: its quick mode, as an
 # extra (reported, not counted in the exit status).
-BENCH_HELP="$("$PY" -m turbogelu bench --help 2>/dev/null || true)"
+BENCH_HELP="$("$PY" -m experiments bench --help 2>/dev/null || true)"
 if [[ "$BENCH_HELP" == *"--device"* ]]; then
-  step "extra: python -m turbogelu bench --device cuda --quick"
+  step "extra: python -m experiments bench --device cuda --quick"
   set +e
-  timeout 180 "$PY" -m turbogelu bench --device cuda --quick --out "$OUT/bench_general.jsonl" \
+  timeout 180 "$PY" -m experiments bench --device cuda --quick --out "$OUT/bench_general.jsonl" \
     >"$OUT/bench_general.md" 2>&1
   rc3=$?
   set -e

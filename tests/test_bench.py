@@ -1,5 +1,5 @@
-"""Smoke tests of the speed benchmark (``python -m turbogelu bench``) and of the tables and
-figures drawn from its results file (``turbogelu.bench_report``).
+"""Smoke tests of the speed benchmark (``python -m experiments bench``) and of the tables and
+figures drawn from its results file (``experiments.bench_report``).
 
 They check that every row is measured, recorded and reported, never how fast anything is:
 speed is not a unit-test matter (the machines are shared and noisy).
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from turbogelu import bench, bench_report, bench_targets, paper
+from experiments import bench, bench_report, bench_targets, paper
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE, ROUNDS, CALLS = 4096, 3, 2
@@ -25,7 +25,7 @@ SIZE, ROUNDS, CALLS = 4096, 3, 2
 
 def _run_cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "turbogelu", "bench", "--no-progress", *argv],
+        [sys.executable, "-m", "experiments", "bench", "--no-progress", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -39,7 +39,7 @@ def _positive_finite(t) -> bool:
 
 def test_import_does_not_import_torch():
     code = (
-        "import sys, turbogelu.bench, turbogelu.bench_report;"
+        "import sys, experiments.bench, experiments.bench_report;"
         " assert 'torch' not in sys.modules, 'torch imported';"
         " assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
@@ -457,7 +457,7 @@ def test_targets_json_cli_and_paper_table(tmp_path):
     )
     bench.write_jsonl(tmp_path / "b.jsonl", rows, {})
     r = subprocess.run(
-        [sys.executable, "-m", "turbogelu.bench_targets", str(tmp_path / "b.jsonl")],
+        [sys.executable, "-m", "experiments.bench_targets", str(tmp_path / "b.jsonl")],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 0 and "| forward | float32 |" in r.stdout, r.stderr

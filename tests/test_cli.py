@@ -56,7 +56,7 @@ def test_report_missing_spec_is_a_clear_error(tmp_path):
 def test_reproduce_shows_the_benchmark_progress():
     # The benchmark is the longest step (~9 min in the full run): its progress is shown
     # (a bar on a terminal, a line per part otherwise), not turned off.
-    from turbogelu import reproduce
+    from experiments import reproduce
 
     for quick in (True, False):
         (cmd,) = reproduce.steps(quick)["bench"]

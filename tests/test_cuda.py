@@ -38,6 +38,7 @@ from conftest import (
 )
 
 import turbogelu
+from experiments.probes import OPS as BENCH_OPS
 from turbogelu import _build
 
 # The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py).
@@ -560,12 +561,12 @@ def test_packed_bf16_is_the_lab_replay():
 @needs_gpu
 def test_estrin_scheme_on_cuda():
     x = _mixed(10_001, torch.float32).to(DEVICE)
-    previous = OPS._set_poly_scheme("estrin")
+    previous = BENCH_OPS._set_poly_scheme("estrin")
     try:
         y = OPS.gelu(x)
         expected = OPS.gelu(x.cpu())
     finally:
-        OPS._set_poly_scheme(previous)
+        BENCH_OPS._set_poly_scheme(previous)
     assert_same_bits(y.cpu(), expected)
 
 
@@ -602,9 +603,9 @@ class _FakeEvent:
 
 
 def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
-    """python -m turbogelu.bench_cuda (one size, and --sizes), end to end, on CPU tensors
+    """python -m experiments.bench_cuda (one size, and --sizes), end to end, on CPU tensors
     behind a fake torch.cuda (the real run is tests/gpu_check.sh's)."""
-    from turbogelu import bench_cuda
+    from experiments import bench_cuda
 
     def cpu_inputs(dtype, size, seed=0):
         g = torch.Generator().manual_seed(seed)

@@ -1,4 +1,4 @@
-"""MNIST data (turbogelu.data, ``python -m turbogelu data``, ``make data``).
+"""MNIST data (experiments.data, ``python -m experiments data``, ``make data``).
 
 The real files must be there (``make test`` runs ``make data`` first): a missing file fails,
 it never skips. The conversion path is also checked on a small synthetic wheel.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from turbogelu import data
+from experiments import data
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,8 @@ def test_load_mnist_missing_files_says_what_to_run(tmp_path):
 
 def test_cli_data_reports_sources_tried(tmp_path):
     r = subprocess.run(
-        [sys.executable, "-m", "turbogelu", "data", "--root", str(tmp_path), "--sources", "local"],
+        [sys.executable, "-m", "experiments", "data", "--root", str(tmp_path),
+         "--sources", "local"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 1
@@ -153,7 +154,7 @@ def test_cli_data_reports_sources_tried(tmp_path):
 
 def test_cli_data_with_the_real_files_is_quick():
     r = subprocess.run(
-        [sys.executable, "-m", "turbogelu", "data", "--sources", "local"],
+        [sys.executable, "-m", "experiments", "data", "--sources", "local"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -113,7 +113,7 @@ def test_codegen_sees_a_modified_spec(tmp_path):
 def test_bad_kernel_fit_arguments_are_usage_errors(tmp_path, capsys, args, message):
     """They printed a raw traceback (rc 1), or were accepted silently (--iters -1, --range 1e6
     wrote a spec with 4.1 of error); now the message and rc 2, as with --target, and no file."""
-    import turbogelu.__main__ as cli
+    import turbogelu.cli as cli
 
     out = tmp_path / "spec.json"
     assert cli.main(["fit", *args, "--out", str(out)]) == 2
@@ -351,9 +351,9 @@ def test_defaults_table_made_the_committed_specs(mode):
 
 # Where the exact spec's R may still be written besides spec.DEFAULTS, and why.
 R_COPIES = {
-    "turbogelu/bench.py": "imported by the CLI parser, which must not import numpy; checked "
+    "experiments/bench.py": "imported by the CLI parser, which must not import numpy; checked "
     "equal to the table below",
-    "turbogelu/sweep.py": "its docstring's example of a sweep file",
+    "experiments/sweep.py": "its docstring's example of a sweep file",
     "experiments/sweeps/default.json": "a grid of R values, the shipped one among them",
     "tests/test_sweep.py": "sweep grids of the tests",
     "tests/test_paper.py": "a made-up notebook result",
@@ -370,7 +370,7 @@ def test_shipped_settings_are_written_in_one_place():
                 if r in path.read_text(errors="replace"):
                     found.add(path.relative_to(REPO).as_posix())
     assert found - set(R_COPIES) == {"turbogelu/approx/spec.py"}, found
-    from turbogelu import bench
+    from experiments import bench
 
     assert bench.R_EXACT == spec.DEFAULTS["exact"].range
     # `make fit` and the CLI pass and hold no numbers: they take the table's.
@@ -378,7 +378,7 @@ def test_shipped_settings_are_written_in_one_place():
     assert "turbogelu fit --gelu-mode tanh" in make_fit and "turbogelu.approx.cells" in make_fit
     for flag in ("--range", "--iters", "--points", "--degree"):
         assert flag not in make_fit
-    cli = (REPO / "turbogelu" / "__main__.py").read_text()
+    cli = (REPO / "turbogelu" / "cli.py").read_text()
     assert repr(spec.DEFAULTS["tanh"].range) not in cli and " 20000" not in cli
 
 
@@ -430,7 +430,7 @@ def test_differences_name_fields_and_tolerate_only_measured_figures():
 
 
 def test_fit_refuses_to_overwrite_a_differing_committed_spec(tmp_path, monkeypatch, capsys):
-    import turbogelu.__main__ as cli
+    import turbogelu.cli as cli
 
     monkeypatch.setattr(spec, "SPEC_DIR", tmp_path)
     target = tmp_path / "gelu_tanh.json"

@@ -1,4 +1,4 @@
-"""The MNIST training comparison (turbogelu.experiments.mnist, ``python -m turbogelu mnist``).
+"""The MNIST training comparison (experiments.mnist, ``python -m experiments mnist``).
 
 Needs the real MNIST (``make test`` runs ``make data`` first; missing data fails). The full
 protocols take minutes and are not run here; the quick setting of every protocol is.
@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 import turbogelu
-from turbogelu.experiments import mnist, mnist_cli
+from experiments import mnist, mnist_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = mnist.Config(epochs=1, train_subset=1000, test_subset=500)
@@ -35,13 +35,13 @@ def tiny_data():
 
 def _run(*args, timeout=600):
     return subprocess.run(
-        [sys.executable, "-m", "turbogelu", "mnist", *args],
+        [sys.executable, "-m", "experiments", "mnist", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
 
 
 def test_cli_module_is_torch_free_and_names_agree():
-    code = "import sys, turbogelu.experiments.mnist_cli; assert 'torch' not in sys.modules"
+    code = "import sys, experiments.mnist_cli; assert 'torch' not in sys.modules"
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert tuple(mnist.ACTIVATIONS) == mnist_cli.ACTIVATION_NAMES

@@ -336,7 +336,7 @@ def test_mps_dispatch_reaches_the_python_kernels(fake_mps, monkeypatch):
 
 
 def test_codegen_check_covers_the_metal_source(tmp_path, monkeypatch, capsys):
-    from turbogelu.__main__ import main as cli
+    from turbogelu.cli import main as cli
 
     stale = tmp_path / "gelu_kernels.metal"
     stale.write_text(SOURCE.replace("0.16079850494861602783203125f", "0.1607985f"))

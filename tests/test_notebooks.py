@@ -1,7 +1,7 @@
 """The report's notebooks: stored clean, parameters cell first, and each runs in quick mode.
 
 The executions run once per session (a module fixture), two at a time, each in its own
-kernel on this interpreter (``turbogelu.notebooks``), writing into a temporary folder.
+kernel on this interpreter (``experiments.notebooks``), writing into a temporary folder.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 import nbformat
 import pytest
 
-from turbogelu import notebooks
+from experiments import notebooks
 
 ALL = sorted(notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
 # Those this test executes (sweep_point: test_sweep). 05 and 06 find no results in the fresh
@@ -109,7 +109,7 @@ def test_kernelspec_runs_this_interpreter():
     assert spec["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(notebooks.REPO)
 
 
-# ---------------------------------------------------------------- python -m turbogelu notebook
+# ---------------------------------------------------------------- python -m experiments notebook
 
 
 def test_notebook_command_explicit_parameter_wins_quiet_log_and_html(tmp_path):
@@ -118,7 +118,7 @@ def test_notebook_command_explicit_parameter_wins_quiet_log_and_html(tmp_path):
 
     out = tmp_path / "reports" / "01.ipynb"
     proc = subprocess.run(
-        [sys.executable, "-m", "turbogelu", "notebook", "01_tail_clamping", "--quick",
+        [sys.executable, "-m", "experiments", "notebook", "01_tail_clamping", "--quick",
          "-p", "degrees=[8]", "--results-dir", str(tmp_path), "--out", str(out)],
         cwd=notebooks.REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -137,7 +137,7 @@ def test_notebook_command_explicit_parameter_wins_quiet_log_and_html(tmp_path):
 
 
 def test_notebook_command_paths_and_parameter_errors(monkeypatch, capsys):
-    import turbogelu.__main__ as cli
+    import experiments.cli as cli
 
     ran = []
     monkeypatch.setattr(

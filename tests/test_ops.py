@@ -34,6 +34,7 @@ from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
 import turbogelu
+from experiments.probes import OPS as BENCH_OPS
 from turbogelu import ops as tg_ops
 from turbogelu.approx import reference, replay
 from turbogelu.approx import spec as spec_mod
@@ -353,6 +354,28 @@ def test_fake_kernels_reject_what_the_kernel_rejects():
         OPS.gelu_backward(x, torch.empty(3, device="meta", dtype=torch.float64))
     with pytest.raises(RuntimeError, match="shape"):
         OPS.gelu_backward(x, torch.empty(2, 3, device="meta"))
+
+
+def test_a_meta_tensor_beside_a_cpu_tensor_is_refused():
+    """A meta tensor among CPU ones dispatches to the fake kernels, which returned an
+    uncomputed CPU tensor (or the meta out=, with nothing computed); every op now refuses
+    tensors on two devices, whichever of them is the meta one."""
+    cpu, meta = torch.randn(1000), torch.ones(1000, device="meta")
+    for a, b in ((meta, cpu), (cpu, meta)):
+        with pytest.raises(RuntimeError, match="one device"):
+            turbogelu.gelu_backward_op(a, b)
+        with pytest.raises(RuntimeError, match="one device"):
+            turbogelu.gelu_backward_op(cpu, cpu, out=b if b is meta else a)
+        with pytest.raises(RuntimeError, match="one device"):
+            turbogelu.gelu_op(b if b is cpu else a, out=meta)
+        with pytest.raises(RuntimeError, match="one device"):
+            OPS.poly_gelu(b, torch.ones(9, device=a.device), 3.0, 0.1)
+    # a CPU input with a meta out through the mutating form's autograd kernel as well
+    with pytest.raises(RuntimeError, match="one device"):
+        OPS.gelu.out(cpu, out=meta)
+    # all on meta is fine (shapes only), and all on the CPU computes
+    assert turbogelu.gelu_backward_op(meta, meta).device.type == "meta"
+    assert turbogelu.gelu_op(cpu, out=torch.empty(1000)).device.type == "cpu"
 
 
 @pytest.mark.parametrize("device", ["meta", "cpu"])
@@ -837,11 +860,11 @@ def test_bitwise_identical_for_any_parallel_chunking():
     x = _mixed_inputs(4231, torch.float32)
     expected = [OPS.gelu(x[:n]) for n in AWKWARD_SIZES]
     torch.set_num_threads(2)
-    old_grain = OPS._set_parallel_grain(1)
+    old_grain = BENCH_OPS._set_parallel_grain(1)
     try:
         got = [OPS.gelu(x[:n]) for n in AWKWARD_SIZES]
     finally:
-        OPS._set_parallel_grain(old_grain)
+        BENCH_OPS._set_parallel_grain(old_grain)
         torch.set_num_threads(old_threads)
     for g, e in zip(got, expected, strict=True):
         assert_same_bits(g, e)

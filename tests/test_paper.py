@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from turbogelu import paper
+from experiments import paper
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from experiments.probes import OPS as BENCH_OPS
 from turbogelu import ops
 from turbogelu.approx import family_fit, polyspec, spec
 
@@ -30,9 +31,9 @@ def _bits(t):
 
 @pytest.fixture(params=["horner", "estrin"])
 def scheme(request):
-    prev = tg._set_poly_scheme(request.param)
+    prev = BENCH_OPS._set_poly_scheme(request.param)
     yield request.param
-    tg._set_poly_scheme(prev)
+    BENCH_OPS._set_poly_scheme(prev)
 
 
 def test_degrees_compiled():
@@ -104,15 +105,15 @@ def test_opcheck():
         x = (torch.randn(257, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
         torch.library.opcheck(tg.poly_gelu, (x, coeffs, clamp, scale))
         torch.library.opcheck(tg.poly_gelu_backward, (torch.ones_like(x), x, coeffs, clamp, scale))
-        torch.library.opcheck(tg._stream_copy, (x,))
-        torch.library.opcheck(tg._stream_read2, (x, x))
+        torch.library.opcheck(BENCH_OPS._stream_copy, (x,))
+        torch.library.opcheck(BENCH_OPS._stream_read2, (x, x))
 
 
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 100_003])
 def test_stream_probes(n):
     x = torch.randn(n + 1)[1:]  # misaligned by 4 bytes
     y = torch.randn(n)
-    assert torch.equal(tg._stream_copy(x), x)
+    assert torch.equal(BENCH_OPS._stream_copy(x), x)
     want = (x.view(torch.int32) ^ y.view(torch.int32)).view(torch.float32)
-    assert torch.equal(_bits(tg._stream_read2(x, y)), _bits(want))
-    assert tg._stream_isa() in ("avx512", "sse2", "none")
+    assert torch.equal(_bits(BENCH_OPS._stream_read2(x, y)), _bits(want))
+    assert BENCH_OPS._stream_isa() in ("avx512", "sse2", "none")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -67,7 +68,7 @@ def test_forced_program_is_reported_and_the_setting_restored():
                 assert p == {
                     "program": name,
                     "isa": turbogelu.cpu_isa(),
-                    "reason": f"forced by use_cpu_kernel('{name}')",
+                    "reason": f"forced by use_cpu_kernel('{name}') on this thread",
                 }
             # restored to "auto", so the program follows the instruction set again
             assert OPS._set_cpu_kernel("auto") == "auto"
@@ -166,7 +167,8 @@ def test_streaming_stores_give_the_plain_bits(isa, program, dtype):
 
 
 def test_store_switch_names_and_errors():
-    assert OPS._set_cpu_store("stream") == "auto"
+    # the hook sets this thread's override and returns the previous one; "process" drops it
+    assert OPS._set_cpu_store("stream") == "process"
     assert turbogelu.cpu_program()["store"] == "stream (forced)"
     assert OPS._set_cpu_store("auto") == "stream"
     with pytest.raises(ValueError, match="must be 'auto', 'plain' or 'stream'"):
@@ -174,7 +176,8 @@ def test_store_switch_names_and_errors():
     with pytest.raises(ValueError, match="expected one of"):
         with tops.use_cpu_store("nt"):
             pass
-    assert OPS._set_cpu_store("auto") == "auto"
+    assert OPS._set_cpu_store("process") == "auto"
+    assert OPS._set_cpu_store("process") == "process"
 
 
 def test_store_environment_variable():
@@ -184,3 +187,88 @@ def test_store_environment_variable():
     r = _child(TURBOGELU_CPU_STORE="fast")
     assert r.returncode != 0
     assert "must be 'auto', 'plain' or 'stream'" in r.stderr and "TURBOGELU_CPU_STORE" in r.stderr
+
+
+# ---------------------------------------------------------------- the switches are per thread
+
+
+def _in_block_on_another_thread(block, inside) -> dict:
+    """Run ``inside()`` on a second thread within ``block`` (a use_* context), and hold the
+    block open while this thread looks: returns what the other thread saw. Deterministic:
+    events order the two threads, no race decides the outcome."""
+    entered, release, seen = threading.Event(), threading.Event(), {}
+
+    def other():
+        try:
+            with block:
+                seen["inside"] = inside()
+                entered.set()
+                release.wait(60)
+            seen["after"] = inside()
+        finally:
+            entered.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert entered.wait(60), "the other thread did not enter its block"
+        seen["here"] = inside()  # this thread, while the other is inside its block
+    finally:
+        release.set()
+        t.join(60)
+    return seen
+
+
+def test_a_program_switch_on_one_thread_leaves_the_others_alone():
+    """use_cpu_kernel on one thread changed every thread's program (another thread got cells
+    in 220 of 300 calls); now each thread keeps its own setting."""
+    x = torch.linspace(-6, 6, 4099)
+    default = turbogelu.cpu_program()["program"]
+    other = "poly" if default == "cells" else "cells"
+    with tops.use_cpu_kernel(default):
+        want_default = OPS.gelu(x)
+    with tops.use_cpu_kernel(other):
+        want_other = OPS.gelu(x)
+    assert not torch.equal(want_default, want_other)  # so the test can fail
+
+    seen = _in_block_on_another_thread(
+        tops.use_cpu_kernel(other), lambda: (tops.cpu_kernel(), OPS.gelu(x))
+    )
+    assert seen["inside"][0] == other and torch.equal(seen["inside"][1], want_other)
+    assert seen["here"][0] == default and torch.equal(seen["here"][1], want_default)
+    assert seen["after"][0] == default and torch.equal(seen["after"][1], want_default)
+
+
+def test_isa_and_store_switches_are_per_thread_too():
+    isa = turbogelu.cpu_isa()
+    seen = _in_block_on_another_thread(tops.use_cpu_isa("scalar"), turbogelu.cpu_isa)
+    assert (seen["inside"], seen["here"], seen["after"]) == ("scalar", isa, isa)
+    store = turbogelu.cpu_program()["store"]
+    forced = "plain" if store != "plain (forced)" else "stream"
+    seen = _in_block_on_another_thread(
+        tops.use_cpu_store(forced), lambda: turbogelu.cpu_program()["store"]
+    )
+    assert (seen["inside"], seen["here"], seen["after"]) == (f"{forced} (forced)", store, store)
+
+
+def test_a_block_restores_the_process_setting_from_the_environment():
+    """After a block, the thread follows the process's setting again (here the environment
+    variable's), not the value the block replaced it with."""
+    code = (
+        "import json, torch, turbogelu, turbogelu.ops as t\n"
+        "with t.use_cpu_kernel('cells'):\n"
+        "    inside = turbogelu.cpu_program()\n"
+        "print(json.dumps([inside, turbogelu.cpu_program()]))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=subprocess_env(TURBOGELU_CPU_KERNEL="poly"),
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    inside, after = json.loads(r.stdout)
+    assert inside["program"] == "cells" and inside["reason"].endswith("on this thread")
+    assert after["program"] == "poly" and after["reason"] == "forced by TURBOGELU_CPU_KERNEL=poly"

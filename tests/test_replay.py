@@ -356,13 +356,13 @@ def test_estrin_close_to_horner(mode, part):
 def test_estrin_kernel_replay_bit_exact(isa, mode):
     """The kernels' Estrin tree (selected by the benchmark hook) is the replay's Estrin tree."""
     x = torch.from_numpy(X32)
-    previous = torch.ops.turbogelu._set_poly_scheme("estrin")
+    previous = torch.ops.turbogelu_bench._set_poly_scheme("estrin")
     try:
         with tops.use_cpu_isa(isa):
             fwd = torch.ops.turbogelu.gelu(x, mode).numpy()
             bwd = torch.ops.turbogelu.gelu_backward(torch.ones_like(x), x, mode, "direct").numpy()
     finally:
-        torch.ops.turbogelu._set_poly_scheme(previous)
+        torch.ops.turbogelu_bench._set_poly_scheme(previous)
     want_fwd = replay.forward32(X32, _part(mode, None), scheme="estrin")
     want_bwd = replay.backward32(X32, _part(mode, "direct"), scheme="estrin")
     _assert_bits_equal(fwd, want_fwd, X32, f"Estrin gelu({mode}) under {isa}")
@@ -371,4 +371,4 @@ def test_estrin_kernel_replay_bit_exact(isa, mode):
 
 def test_poly_scheme_hook_rejects_unknown_names():
     with pytest.raises(ValueError, match="horner"):
-        torch.ops.turbogelu._set_poly_scheme("clenshaw")
+        torch.ops.turbogelu_bench._set_poly_scheme("clenshaw")

@@ -56,7 +56,7 @@ def test_rounding_error_is_small(scheme):
 
 
 def test_bench_run_methods_times_only_the_asked_rows():
-    from turbogelu import bench
+    from experiments import bench
 
     # malloc="default": leave this (pytest) process's glibc settings alone.
     rows = bench.run_methods(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from turbogelu import __main__ as cli
+from turbogelu import cli
 from turbogelu.approx import family_fit, methods, polyspec, report, search, targets
 from turbogelu.approx.polyspec import PolySpec
 
@@ -24,11 +24,13 @@ SIGMOID_D3 = dict(target="sigmoid", variable="u", factor=0, degree=3, fmt="bfloa
 
 
 def _cli(*args, timeout=300):
+    """``python -m turbogelu`` for fit, ``python -m experiments`` for search."""
     import os
 
     env = {**os.environ, **SINGLE_THREAD}
+    package = "turbogelu" if args[0] == "fit" else "experiments"
     return subprocess.run(
-        [sys.executable, "-m", "turbogelu", *args],
+        [sys.executable, "-m", package, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -400,7 +402,7 @@ def test_cli_search_prints_tables_and_writes_json_and_plot(tmp_path):
     assert "## Best (L_i, L_c) per degree" in r.stdout and "## Pareto front" in r.stdout
     data = json.loads(out.read_text())
     assert data["kind"] == "turbogelu.search" and data["command"].startswith(
-        "python -m turbogelu search --target sigmoid"
+        "python -m experiments search --target sigmoid"
     )
     assert len(data["rows"]) == 2 * 3 * 3
     assert all(r["L_c"] <= r["L_i"] + 1 for r in data["rows"])

@@ -12,7 +12,7 @@ import time
 import pytest
 from conftest import ROOT, subprocess_env
 
-from turbogelu import sweep
+from experiments import sweep
 
 
 def test_points_and_ids():
@@ -63,7 +63,7 @@ def test_a_malformed_sweep_file_is_an_error_naming_it(tmp_path, text, message):
     with pytest.raises(ValueError, match="cannot read the sweep file"):
         sweep.load(tmp_path / "missing.json")
     # and on the command line: the message and exit status 2, no traceback
-    import turbogelu.__main__ as cli
+    import experiments.cli as cli
 
     assert cli.main(["sweep", str(f)]) == 2
 
@@ -84,7 +84,7 @@ _ORPHAN = """
 import os, sys, time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from turbogelu import sweep
+from experiments import sweep
 
 d, pids = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -201,7 +201,7 @@ def test_explicit_parameters_win_over_the_quick_grid(tmp_path, monkeypatch, caps
     with pytest.raises(ValueError, match=r"\['degree'\] both fixed and in a grid"):
         sweep.load(f)
     # the command line: -p values reach the run, checked against the notebook's parameters
-    import turbogelu.__main__ as cli
+    import experiments.cli as cli
 
     f.write_text(json.dumps(s))
     got = {}

@@ -216,7 +216,7 @@ def test_sollya_control_agrees_with_our_error_model():
 
 
 def test_render_markdown_and_cli(tmp_path, monkeypatch):
-    from turbogelu.__main__ import main
+    from experiments.cli import main
 
     monkeypatch.setattr(table2, "ROWS", ROWS[:1])
     out, md = tmp_path / "t2.json", tmp_path / "t2.md"

@@ -39,3 +39,15 @@ def check_grad_matches(grad, x) -> None:
             f"turbogelu.gelu_backward: grad has shape {list(grad.shape)} but x has shape "
             f"{list(x.shape)}"
         )
+
+
+def check_same_device(op: str, x, **others) -> None:
+    """Every tensor of a call on x's device, as the C++ kernels require of theirs. The fake
+    (meta) kernels need it too: a meta tensor beside a CPU one dispatches to them, and they
+    would return an uncomputed tensor on x's device."""
+    for what, t in others.items():
+        if t.device != x.device:
+            raise RuntimeError(
+                f"turbogelu.{op}: {what} is on {t.device} but x is on {x.device} (every "
+                "tensor of one call must be on one device)"
+            )

@@ -22,7 +22,9 @@ import torch
 
 from ._checks import check_args, check_grad_matches, check_out
 
-SOURCE = Path(__file__).resolve().parents[1] / "kernels" / "mps" / "gelu_kernels.metal"
+# Package data (turbogelu/_data/, shipped in the wheel); in the checkout a link to the
+# generated kernels/mps/gelu_kernels.metal.
+SOURCE = (Path(__file__).resolve().parent / "_data" / "gelu_kernels.metal").resolve()
 DEVICE = "mps"  # the device type these kernels run on (the tests point it elsewhere)
 MODES = ("none", "tanh")
 PARTS = ("forward", "backward_direct", "backward_matched")

@@ -26,7 +26,7 @@ import torch
 
 from . import mps as _mps
 from ._checks import check_args as _check_args
-from ._checks import check_grad_matches, check_out
+from ._checks import check_grad_matches, check_out, check_same_device
 from ._ext import load_extension
 
 load_extension()
@@ -56,6 +56,7 @@ def _gelu_fake(x, approximate="none", *, backward="default"):
 
 @torch.library.register_fake("turbogelu::gelu.out")
 def _gelu_out_fake(x, approximate="none", *, out):
+    check_same_device("gelu", x, out=out)
     _check_args(approximate)
     _check_dtype(x, "gelu")
     check_out(out, x, "gelu")
@@ -67,7 +68,8 @@ def _gelu_inplace_fake(x, approximate="none"):
     _check_dtype(x, "gelu_")
 
 
-def _check_backward_fake(grad, x):
+def _check_backward_fake(grad, x, op="gelu_backward", **out):
+    check_same_device(op, x, grad=grad, **out)
     _check_dtype(x, "gelu_backward")
     check_grad_matches(grad, x)
 
@@ -82,7 +84,7 @@ def _gelu_backward_fake(grad, x, approximate="none", backward="default"):
 @torch.library.register_fake("turbogelu::gelu_backward.out")
 def _gelu_backward_out_fake(grad, x, approximate="none", backward="default", *, out):
     _check_args(approximate, backward)
-    _check_backward_fake(grad, x)
+    _check_backward_fake(grad, x, out=out)
     check_out(out, x, "gelu_backward")
 
 
@@ -187,7 +189,11 @@ def use_cuda_packed(on: bool = True):
     arithmetic with its own fits, turbogelu/approx/packed.py: max |error| within 2x PyTorch's
     own in bfloat16, not the float32 path's bounds; ``backward=`` then picks nothing: the
     packed backward is one fit of GELU'). TURBOGELU_CUDA_PACKED=1 turns it on for a process.
-    Other dtypes and devices are unaffected."""
+    Other dtypes and devices are unaffected.
+
+    Unlike the CPU switches this one is process-wide (every thread sees it while the block
+    runs): autograd computes a CUDA tensor's backward on its own device thread, which a
+    per-thread switch would not reach."""
     previous = _ops._set_cuda_packed(on)
     try:
         yield
@@ -201,7 +207,10 @@ CPU_KERNELS = ("auto", "poly", "cells")
 @contextlib.contextmanager
 def _switched(setter, name: str, allowed: tuple, what: str):
     """setter(name) inside the block, the previous setting restored after it; the name is
-    checked first so that nothing is switched on a bad one."""
+    checked first so that nothing is switched on a bad one. The CPU setters act on the
+    calling thread only (kernels/cpu/gelu_ops.cpp): another thread keeps its own setting, or
+    the process's (the environment variable's). Autograd runs a CPU tensor's backward on the
+    thread that calls backward(), so call it inside the block to get the block's program."""
     if name not in allowed:
         raise ValueError(f"turbogelu.{what}: expected one of {allowed}, got {name!r}")
     previous = setter(name)
@@ -217,8 +226,8 @@ def use_cpu_kernel(name: str):
     where the CPU has AVX-512 two-table permutes, the polynomial on AVX2 and scalar code),
     ``"poly"`` (the shipped degree-8 polynomial, the program CUDA and Metal run) or
     ``"cells"`` (a cubic in each of 32 cells, turbogelu/approx/cells.py: about 10x more
-    accurate). TURBOGELU_CPU_KERNEL=auto|poly|cells sets it for a process.
-    poly_gelu's run-time coefficients always take the polynomial."""
+    accurate). On this thread only; TURBOGELU_CPU_KERNEL=auto|poly|cells sets it for the
+    process. poly_gelu's run-time coefficients always take the polynomial."""
     with _switched(_ops._set_cpu_kernel, name, CPU_KERNELS, "use_cpu_kernel"):
         yield
 
@@ -246,14 +255,15 @@ def use_cpu_store(name: str):
     """Inside the block, CPU outputs are written with ``"plain"`` or ``"stream"``
     (non-temporal) stores, or as ``"auto"`` (the default) chooses from the bytes and the
     CPU's caches (kernels/cpu/gelu_ops.cpp). The bits are the same; the benchmark times
-    each. TURBOGELU_CPU_STORE sets it for a process."""
+    each. On this thread only; TURBOGELU_CPU_STORE sets it for the process."""
     with _switched(_ops._set_cpu_store, name, CPU_STORES, "use_cpu_store"):
         yield
 
 
 @contextlib.contextmanager
 def use_cpu_isa(name: str):
-    """Run the CPU kernels with one instruction set inside the block (for tests, benchmarks)."""
+    """Run the CPU kernels with one instruction set inside the block, on this thread (for
+    tests, benchmarks); TURBOGELU_CPU_ISA sets it for the process."""
     previous = _ops._set_cpu_isa(name)
     try:
         yield
@@ -276,6 +286,7 @@ def _check_poly_fake(coeffs, clamp, scale, op: str) -> None:
 
 @torch.library.register_fake("turbogelu::poly_gelu")
 def _poly_gelu_fake(x, coeffs, clamp, scale):
+    check_same_device("poly_gelu", x, coeffs=coeffs)
     _check_poly_fake(coeffs, clamp, scale, "poly_gelu")
     _check_dtype(x, "poly_gelu")
     return torch.empty_like(x)
@@ -283,22 +294,10 @@ def _poly_gelu_fake(x, coeffs, clamp, scale):
 
 @torch.library.register_fake("turbogelu::poly_gelu_backward")
 def _poly_gelu_backward_fake(grad, x, coeffs, clamp, scale):
+    check_same_device("poly_gelu_backward", x, coeffs=coeffs)
     _check_poly_fake(coeffs, clamp, scale, "poly_gelu_backward")
-    _check_backward_fake(grad, x)
+    _check_backward_fake(grad, x, "poly_gelu_backward")
     return torch.empty_like(x)
-
-
-# Benchmark probes (kernels/cpu/stream_ops.cpp): bytes moved with streaming stores.
-@torch.library.register_fake("turbogelu::_stream_copy")
-def _stream_copy_fake(x):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@torch.library.register_fake("turbogelu::_stream_read2")
-def _stream_read2_fake(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        raise RuntimeError("turbogelu._stream_read2: a and b must have the same shape and dtype")
-    return torch.empty_like(a, memory_format=torch.contiguous_format)
 
 
 def poly_degrees() -> list[int]:

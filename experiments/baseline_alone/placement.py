@@ -10,7 +10,7 @@ thread's CPU time per call (wall time on a shared machine mostly measures the ne
 
 The benchmark's own check (each baseline row timed alone in a fresh process):
 
-    python -m turbogelu bench --parts protocol --direction backward --dtypes bfloat16 --out -
+    python -m experiments bench --parts protocol --direction backward --dtypes bfloat16 --out -
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from turbogelu import bench
+from experiments import bench
 
 OPS = {
     "gelu_backward": lambda g, x, out: torch.ops.aten.gelu_backward.grad_input(

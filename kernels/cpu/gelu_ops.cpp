@@ -86,14 +86,24 @@ const KernelTable* table_for(const std::string& name) {
   return &cpu::scalar_table();
 }
 
-// Chosen once from TURBOGELU_CPU_ISA (auto | avx512bf16 | avx512 | avx2 | scalar); tests switch it
-// with turbogelu::_set_cpu_isa. An unusable value makes every call fail with the reason.
+// The switches below (instruction set, program, stores) each have a process-wide value,
+// read from an environment variable at the first call, and a per-thread override that the
+// use_* blocks of turbogelu/ops.py set through the _set_* hooks: a block on one thread does
+// not change what another thread runs. Every setting is read on the calling thread before
+// at::parallel_for, so all the workers of one call run what its caller chose. "process" as
+// a hook's argument drops the override; a hook returns the previous override, or "process".
+constexpr const char* kProcess = "process";
+
+// The instruction set, from TURBOGELU_CPU_ISA (auto | avx512bf16 | avx512 | avx2 | scalar). An
+// unusable value makes every call fail with the reason.
 std::atomic<const KernelTable*>& isa_slot() {
   static std::atomic<const KernelTable*> slot{nullptr};
   return slot;
 }
+thread_local const KernelTable* t_isa = nullptr;  // this thread's override (use_cpu_isa)
 
 const KernelTable& current_table() {
+  if (t_isa != nullptr) return *t_isa;
   const KernelTable* t = isa_slot().load(std::memory_order_acquire);
   if (t == nullptr) {
     const char* env = std::getenv("TURBOGELU_CPU_ISA");
@@ -106,8 +116,8 @@ const KernelTable& current_table() {
 std::string cpu_isa() { return current_table().name; }
 
 std::string set_cpu_isa(c10::string_view name) {
-  const std::string previous = cpu_isa();
-  isa_slot().store(table_for(std::string(name)), std::memory_order_release);
+  const std::string previous = t_isa != nullptr ? std::string(t_isa->name) : kProcess;
+  t_isa = name == kProcess ? nullptr : table_for(std::string(name));
   return previous;
 }
 
@@ -138,13 +148,14 @@ std::string set_poly_scheme(c10::string_view name) {
 // one two-table permute (AVX-512 vpermt2ps), fewer operations. "auto" (the default) takes
 // cells on the AVX-512 instruction sets and the polynomial on AVX2 and scalar code, where
 // the lookups cost permutes and blends (AVX2) or loads (scalar) and the polynomial is the
-// faster. The setting comes from TURBOGELU_CPU_KERNEL at the first call; tests and the
-// benchmark switch it with _set_cpu_kernel. Coefficients given at run time (poly_gelu) always
-// take the polynomial.
+// faster. The process-wide setting comes from TURBOGELU_CPU_KERNEL; use_cpu_kernel overrides
+// it on one thread (_set_cpu_kernel). Coefficients given at run time (poly_gelu) always take
+// the polynomial.
 enum class CpuKernel : int { Auto = 0, Poly = 1, Cells = 2, Unset = 3 };
 std::atomic<CpuKernel> g_cpu_kernel{CpuKernel::Unset};
-// Where the setting came from, for cpu_program()'s reason: the environment or a call.
+// Whether the process-wide setting forces a program, for cpu_program()'s reason.
 std::atomic<bool> g_cpu_kernel_from_env{false};
+thread_local CpuKernel t_cpu_kernel = CpuKernel::Unset;  // this thread's override
 
 CpuKernel parse_cpu_kernel(const std::string& name) {
   TORCH_CHECK_VALUE(name == "auto" || name == "poly" || name == "cells",
@@ -158,6 +169,7 @@ std::string kernel_name(CpuKernel k) {
 }
 
 CpuKernel cpu_kernel_setting() {
+  if (t_cpu_kernel != CpuKernel::Unset) return t_cpu_kernel;
   CpuKernel k = g_cpu_kernel.load(std::memory_order_relaxed);
   if (k == CpuKernel::Unset) {
     const char* env = std::getenv("TURBOGELU_CPU_KERNEL");
@@ -184,13 +196,13 @@ CpuKernel current_cpu_kernel() {
 
 std::string cpu_kernel() { return kernel_name(current_cpu_kernel()); }
 
-// The setting ("auto", "poly" or "cells"), which is what _set_cpu_kernel returns and takes
-// back: restoring "auto" keeps the choice following the instruction set.
+// This thread's override ("auto", "poly", "cells" or "process"), which is what
+// _set_cpu_kernel returns and takes back: "auto" follows the instruction set.
 std::string set_cpu_kernel(c10::string_view name) {
-  const CpuKernel next = parse_cpu_kernel(std::string(name));
-  const std::string previous = kernel_name(cpu_kernel_setting());
-  g_cpu_kernel.store(next, std::memory_order_relaxed);
-  g_cpu_kernel_from_env.store(false, std::memory_order_relaxed);
+  const CpuKernel next = name == kProcess ? CpuKernel::Unset : parse_cpu_kernel(std::string(name));
+  const std::string previous =
+      t_cpu_kernel == CpuKernel::Unset ? kProcess : kernel_name(t_cpu_kernel);
+  t_cpu_kernel = next;
   return previous;
 }
 
@@ -203,9 +215,9 @@ std::tuple<std::string, std::string, std::string, std::string> cpu_program() {
   const std::string program = cpu_kernel();
   std::string reason;
   if (setting != CpuKernel::Auto) {
-    reason = g_cpu_kernel_from_env.load(std::memory_order_relaxed)
-                 ? "forced by TURBOGELU_CPU_KERNEL=" + program
-                 : "forced by use_cpu_kernel('" + program + "')";
+    reason = t_cpu_kernel != CpuKernel::Unset
+                 ? "forced by use_cpu_kernel('" + program + "') on this thread"
+                 : "forced by TURBOGELU_CPU_KERNEL=" + program;
   } else if (program == "cells") {
     reason = "default on " + isa + ": the cells' lookups are one two-table permute (vpermt2ps)";
   } else {
@@ -231,10 +243,11 @@ std::tuple<std::string, std::string, std::string, std::string> cpu_program() {
 //     three times the Xeon's rate: on a Zen 4 with 32 MiB of L3 the plain copy wins at 8 MiB
 //     moved, 103 against 157 us, and the streaming one at 32 MiB, 669 against 767 us); 32
 //     MiB when no L3 size is reported (half of an assumed 64 MiB).
-// TURBOGELU_CPU_STORE=auto|plain|stream overrides it (the benchmark times each); the bits are
-// the same either way.
+// TURBOGELU_CPU_STORE=auto|plain|stream overrides it for the process, use_cpu_store on one
+// thread (the benchmark times each); the bits are the same either way.
 enum class StoreMode : int { Auto = 0, Plain = 1, Stream = 2, Unset = 3 };
 std::atomic<StoreMode> g_store{StoreMode::Unset};
+thread_local StoreMode t_store = StoreMode::Unset;  // this thread's override
 
 StoreMode parse_store(const std::string& name) {
   TORCH_CHECK_VALUE(name == "auto" || name == "plain" || name == "stream",
@@ -244,6 +257,7 @@ StoreMode parse_store(const std::string& name) {
 }
 
 StoreMode store_setting() {
+  if (t_store != StoreMode::Unset) return t_store;
   StoreMode m = g_store.load(std::memory_order_relaxed);
   if (m == StoreMode::Unset) {
     const char* env = std::getenv("TURBOGELU_CPU_STORE");
@@ -258,9 +272,9 @@ std::string store_name(StoreMode m) {
 }
 
 std::string set_cpu_store(c10::string_view name) {
-  const StoreMode next = parse_store(std::string(name));
-  const std::string previous = store_name(store_setting());
-  g_store.store(next, std::memory_order_relaxed);
+  const StoreMode next = name == kProcess ? StoreMode::Unset : parse_store(std::string(name));
+  const std::string previous = t_store == StoreMode::Unset ? kProcess : store_name(t_store);
+  t_store = next;
   return previous;
 }
 
@@ -337,7 +351,9 @@ const CellTable* cells_for(const PolyCoeffs& k) {
 }
 
 // The opt-in packed bfloat16 CUDA path (kernels/cuda/): off unless TURBOGELU_CUDA_PACKED=1
-// at the first call, or switched with _set_cuda_packed.
+// at the first call, or switched with _set_cuda_packed. Process-wide, unlike the CPU
+// switches: autograd runs a CUDA tensor's backward on its own device thread, which a
+// per-thread setting would not reach (the backward would silently leave the packed path).
 std::atomic<bool>& packed_slot() {
   static std::atomic<bool> slot{[] {
     const char* env = std::getenv("TURBOGELU_CUDA_PACKED");
@@ -553,40 +569,33 @@ at::Tensor backward_with(const at::Tensor& grad, const at::Tensor& x, const Poly
 
 }  // namespace cpu
 
-TORCH_LIBRARY(turbogelu, m) {
-  // `backward` picks the coefficients autograd uses for this call: "default" (the more
-  // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative
-  // of the forward polynomial). The forward result does not depend on it.
-  m.def("gelu(Tensor x, str approximate=\"none\", *, str backward=\"default\") -> Tensor");
-  // The mutating forms return nothing: PyTorch functionalizes (torch.compile) custom ops only
-  // when a mutated argument is not also returned. The Python wrappers return it.
-  m.def("gelu.out(Tensor x, str approximate=\"none\", *, Tensor(a!) out) -> ()");
-  m.def("gelu_(Tensor(a!) x, str approximate=\"none\") -> ()");
-  m.def(
-      "gelu_backward(Tensor grad, Tensor x, str approximate=\"none\", "
-      "str backward=\"default\") -> Tensor");
-  m.def(
-      "gelu_backward.out(Tensor grad, Tensor x, str approximate=\"none\", "
-      "str backward=\"default\", *, Tensor(a!) out) -> ()");
+// The CPU back end's switches (the public schemas: kernels/common/schema.cpp).
+TORCH_LIBRARY_FRAGMENT(turbogelu, m) {
   // Introspection and test hooks for the CPU instruction-set dispatch.
   m.def("_cpu_isa() -> str", &cpu_isa);
   m.def("_cpu_isas() -> str[]", &cpu_isas);
-  m.def("_set_cpu_isa(str isa) -> str", &set_cpu_isa);
-  // Benchmark hook: elements per parallel chunk (returns the previous value).
-  m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
-  // Benchmark hook: evaluate P by "horner" (default) or "estrin"; returns the previous one.
-  m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
+  m.def("_set_cpu_isa(str isa) -> str", &set_cpu_isa);  // this thread; see kProcess
   // The CPU program: "auto" (the default: cells on AVX-512, the polynomial elsewhere), "poly"
-  // or "cells". _cpu_kernel is the program running now; _set_cpu_kernel returns the previous
-  // setting; _cpu_program is (program, isa, reason).
+  // or "cells". _cpu_kernel is the program running now; _set_cpu_kernel sets this thread's
+  // override and returns the previous one (see kProcess); _cpu_program is (program, isa,
+  // reason, stores).
   m.def("_cpu_kernel() -> str", &cpu_kernel);
   m.def("_set_cpu_kernel(str kernel) -> str", &set_cpu_kernel);
   m.def("_cpu_program() -> (str, str, str, str)", &cpu_program);
-  // Stores: "auto" (non-temporal above a size from the caches), "plain" or "stream";
-  // returns the previous setting.
+  // Stores: "auto" (non-temporal above a size from the caches), "plain" or "stream", on this
+  // thread; returns the previous override (see kProcess).
   m.def("_set_cpu_store(str store) -> str", &set_cpu_store);
   // The opt-in packed bfloat16 CUDA path on (true) or off; returns the previous setting.
   m.def("_set_cuda_packed(bool on) -> bool", &set_cuda_packed);
+  m.def("_cuda_packed() -> bool", &cuda_packed);
+}
+
+// Benchmark hooks, process-wide (the benchmark's probes: torch.ops.turbogelu_bench).
+TORCH_LIBRARY_FRAGMENT(turbogelu_bench, m) {
+  // Elements per parallel chunk (returns the previous value).
+  m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
+  // Evaluate P by "horner" (default) or "estrin"; returns the previous one.
+  m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {

@@ -46,7 +46,7 @@ from . import spec as specmod
 from .replay import fma32
 
 F32 = np.float32
-SPEC_DIR = Path(__file__).resolve().parents[2] / "data" / "specs" / "cells"
+SPEC_DIR = specmod.SPEC_DIR / "cells"
 SCHEMA_VERSION = 1
 MODES = ("none", "tanh")
 PARTS = specmod.PARTS  # forward, backward_direct, backward_matched

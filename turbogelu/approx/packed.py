@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from . import family_fit, polyspec, reference, rounding
+from . import spec as specmod
 from .polyspec import PolySpec
 
-SPEC_DIR = Path(__file__).resolve().parents[2] / "data" / "specs" / "packed"
+SPEC_DIR = specmod.SPEC_DIR / "packed"
 MODES = ("none", "tanh")
 DIRECTIONS = ("forward", "backward")
 FMT = "bfloat16"

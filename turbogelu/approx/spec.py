@@ -20,7 +20,9 @@ import numpy as np
 from . import fit, reference, replay
 
 F32 = np.float32
-SPEC_DIR = Path(__file__).resolve().parents[2] / "data" / "specs"
+# Package data (turbogelu/_data/specs, shipped in the wheel); in the checkout a link to the
+# committed data/specs, which resolve() follows, so paths name the committed files.
+SPEC_DIR = (Path(__file__).resolve().parents[1] / "_data" / "specs").resolve()
 SCHEMA_VERSION = 1
 PARTS = ("forward", "backward_direct", "backward_matched")
 # The measurement: a uniform grid of [-6, 6] with >= 1e6 points, plus every float32

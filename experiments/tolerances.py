@@ -5,7 +5,7 @@ Training goes through matrix products whose kernels (MKL, oneDNN) and vector cod
 are chosen by the CPU; a least-squares line goes through numpy's OpenBLAS, whose kernels are
 chosen the same way; PyTorch's own GELU takes other paths at special values under another
 ATen instruction set. So a run on another machine can land off the reference's bits. How far
-is measured, not guessed: ``python -m turbogelu.tolerances`` runs the steps of ``PARTS`` under
+is measured, not guessed: ``python -m experiments.tolerances`` runs the steps of ``PARTS`` under
 each of ``VARIANTS`` (one process each, in ``--work/<mode>/<variant>/``; a step whose output
 is there is not rerun) and compares every figure of every run with every other run and with
 the committed reference (``results/reference/<mode>/``, made on another CPU):
@@ -98,7 +98,7 @@ def _run(cmd: list[str], env: dict[str, str], log) -> None:
 
 def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tuple[Path, list]]:
     """(output file, command) of each step of ``part`` into ``out``."""
-    py = [sys.executable, "-m", "turbogelu"]
+    py = [sys.executable, "-m", "experiments"]
     q = ["--quick"] if quick else []
 
     def notebook(stem):
@@ -117,7 +117,16 @@ def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tup
         steps = []
         for spec in ("gelu_exact", "gelu_tanh"):
             path = out / f"accuracy_{spec}.json"
-            cmd = [*py, "report", "--spec", f"data/specs/{spec}.json", "--out", str(path)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "turbogelu",
+                "report",
+                "--spec",
+                f"data/specs/{spec}.json",
+                "--out",
+                str(path),
+            ]
             steps.append((path, cmd))
         return steps
     return [notebook(part)]
@@ -174,7 +183,7 @@ def exact_differences(runs: dict[str, dict[str, float]]) -> list[tuple]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m turbogelu.tolerances", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.tolerances", description=__doc__)
     p.add_argument("--full", action="store_true", help="the full mode's steps (default: quick)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (all)")
     p.add_argument("--parts", default="mnist", help=f"comma-separated, of {PARTS} or fits (mnist)")
@@ -215,12 +224,12 @@ def main(argv=None) -> int:
 
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
     data["about"] = (
-        "Tolerances of the comparison's numerics figures (turbogelu/compare.py): per figure "
+        "Tolerances of the comparison's numerics figures (experiments/compare.py): per figure "
         "twice the largest difference measured between runs under different instruction sets "
         "and thread counts and the committed reference run, with every run's value. Written "
-        "by turbogelu/tolerances.py, whose docstring says how."
+        "by experiments/tolerances.py, whose docstring says how."
     )
-    command = ["python", "-m", "turbogelu.tolerances", *(["--full"] if args.full else [])]
+    command = ["python", "-m", "experiments.tolerances", *(["--full"] if args.full else [])]
     if asked != ["mnist"]:
         command += ["--parts", ",".join(asked)]
     if names != list(VARIANTS):

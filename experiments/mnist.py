@@ -60,7 +60,7 @@ ACTIVATIONS = {
 SEED_PAIR = ("exact", "turbogelu")
 SWAP_FORMS = ("exact", "tanh", "turbogelu", "turbogelu-tanh")
 MEAN, STD = 0.1307, 0.3081
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SEED_REFERENCE = ROOT / "data" / "seeds" / "turbogelu_mnist.json"
 
 
@@ -154,7 +154,7 @@ def prepare_data(
 ) -> Data:
     """The verified MNIST from ``root`` (default: the repository's data/) as standardized
     float32 matrices; ``*_subset``: the first n images."""
-    from turbogelu import data as mnist_data
+    from experiments import data as mnist_data
 
     root = mnist_data.DEFAULT_ROOT if root is None else Path(root)
     xtr, ytr, xte, yte = mnist_data.load_mnist(root)
@@ -613,7 +613,7 @@ def _git_commit() -> str | None:
 
 
 def meta(config: Config, command: str | None = None, **extra) -> dict:
-    from turbogelu.bench import machine_info
+    from experiments.bench import machine_info
 
     with deterministic(config.threads):
         machine = machine_info()

@@ -24,7 +24,7 @@ listed, and a target that rests on one says so.
 
 ``evaluate(rows)`` returns the result as a dict (what ``write`` stores as JSON, e.g.
 ``results/bench_targets.json``, and what ``render`` draws and the paper's ``bench_targets``
-table reads). ``python -m turbogelu.bench_targets [results/bench.jsonl]`` prints the table of
+table reads). ``python -m experiments.bench_targets [results/bench.jsonl]`` prints the table of
 the file's last run. No torch at import.
 """
 
@@ -371,7 +371,7 @@ def write(result: dict, path: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m turbogelu.bench_targets", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.bench_targets", description=__doc__)
     p.add_argument("file", nargs="?", default="results/bench.jsonl", help="a bench.jsonl")
     p.add_argument("--run", default="last", help="run id (default: the file's last run)")
     p.add_argument("--json", default=None, help="also write the result here")
@@ -380,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     path = Path(args.file)
     if not path.is_file():
-        print(f"bench_targets: {path}: no such file (python -m turbogelu bench)", file=sys.stderr)
+        print(f"bench_targets: {path}: no such file (python -m experiments bench)", file=sys.stderr)
         return 2
     rows = load(path, run=args.run)
     if not rows:

@@ -158,7 +158,9 @@ def time_spec(ps, size: int = 1 << 20, rounds: int = 20, calls: int = 10):
     compiled ops with run-time coefficients (``turbogelu.ops.poly_gelu``), and a note; None
     and the reason where that op is not in this build or cannot run the spec's form."""
     try:
-        from . import bench, ops
+        from turbogelu import ops
+
+        from . import bench
     except (ImportError, OSError) as exc:
         return None, f"not timed: the ops do not load ({exc})"
     if not hasattr(ops, "poly_gelu"):
@@ -193,7 +195,7 @@ def measure_point(
     arithmetic and of the float32 replay, max ulp error over every bfloat16 input x >= -3
     (for targets with a correctly rounded reference), operation counts and dependency depth of
     both schemes, and (``time_it``, where possible) its time. Returns the point's record."""
-    from .approx import family_fit, polyspec, report, rounding
+    from turbogelu.approx import family_fit, polyspec, report, rounding
 
     base, _ = family_fit.split_method(method)
     opts = {k: v for k, v in QUICK_FIT.items() if k in family_fit.FIT_DEFAULTS[base]}
@@ -399,7 +401,7 @@ def plot_pareto(rows, path: str | Path, title: str = ""):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from .approx import report, search
+    from turbogelu.approx import report, search
 
     timed = [r for r in rows if r.get("time_us") is not None]
     axes_spec = [("ops_horner", "operations per element (Horner, FMA = 1)")]
@@ -430,7 +432,7 @@ def plot_pareto(rows, path: str | Path, title: str = ""):
 
 def aggregate(paths, out: str | Path, title: str = "") -> dict:
     """Records -> ``table.csv``, ``table.md``, ``pareto.png`` (and ``front.json``) in ``out``."""
-    from .approx import search
+    from turbogelu.approx import search
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -15,13 +15,13 @@ it can be compared):
 
 * **exact**: the fits, the exhaustive 16-bit counts, the dense errors of the kernels, replay
   bits, settings and published numbers: deterministic arithmetic that must match bit for bit
-  on any machine, with no tolerance. Measured so (``turbogelu.tolerances``): runs on an Intel
+  on any machine, with no tolerance. Measured so (``experiments.tolerances``): runs on an Intel
   Xeon under several instruction sets give the AMD-made reference's bits for every one.
 * **numerics**: what goes through a library kernel chosen by the CPU: training (the MNIST
   figures; matrix products through MKL / oneDNN, whose kernels and summation order depend on
   the CPU, its instruction set and the thread count), a least-squares line through numpy's
   OpenBLAS, PyTorch's own GELU at special values. Each must lie within the tolerance measured
-  for it (``TOLERANCE_FILE``, written by ``python -m turbogelu.tolerances``: twice the largest
+  for it (``TOLERANCE_FILE``, written by ``python -m experiments.tolerances``: twice the largest
   difference seen between runs under different ATen / MKL / oneDNN / OpenBLAS instruction sets
   and thread counts and the reference).
 * **time**: times, speedups and ratios of times belong to a machine; shown as new/reference
@@ -30,7 +30,7 @@ it can be compared):
 A figure in the reference that the run did not produce fails (unless it is a time); a new one
 is listed.
 
-``python -m turbogelu.compare [--quick]`` prints the comparison with the class of every
+``python -m experiments.compare [--quick]`` prints the comparison with the class of every
 mismatch (exit 1 when an exact or numerics figure differs or is missing, 2 when a figure has
 no class or a numerics figure no measured tolerance); ``--save`` copies the run's result files
 into the reference instead.
@@ -234,7 +234,7 @@ def compare(
     if untolerated:
         raise Unclassified(
             f"numerics figures without a measured tolerance ({TOLERANCE_FILE.name}; "
-            f"python -m turbogelu.tolerances measures them): {', '.join(untolerated)}"
+            f"python -m experiments.tolerances measures them): {', '.join(untolerated)}"
         )
     out = {"checked": [], "times": [], "missing": [], "new": sorted(set(new) - set(ref))}
     out["not_here"] = []
@@ -266,7 +266,7 @@ _PER_ISA = re.compile(r"_replay_mismatches_(avx512bf16|avx512|avx2|scalar)$")
 def cpu_isas() -> list[str]:
     """The instruction sets the kernels can run on this CPU ([] if the ops do not load)."""
     try:
-        from .ops import cpu_isas_available
+        from turbogelu.ops import cpu_isas_available
 
         return cpu_isas_available()
     except (ImportError, OSError, RuntimeError):
@@ -378,7 +378,7 @@ def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> li
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m turbogelu.compare", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.compare", description=__doc__)
     p.add_argument("--quick", action="store_true", help="compare with the quick-mode reference")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--reference", type=Path, default=None, help="(results/reference/<mode>)")

@@ -7,7 +7,7 @@ Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its 
 3. ``bench``    the benchmark (``results/bench.jsonl``; quick: ``--quick``)
 4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
 5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
-   into ``reports/notebooks/`` and rendered to HTML beside it (``python -m turbogelu notebook``)
+   into ``reports/notebooks/`` and rendered to HTML beside it (``python -m experiments notebook``)
 6. ``sweep``    the default sweep (``experiments/sweeps/default.json``)
 7. ``paper``    ``reports/paper/`` from ``paper/paper.md``
 8. ``compare``  the new figures against ``results/reference/<mode>/`` (``compare``)
@@ -35,7 +35,9 @@ SPECS = ("gelu_exact", "gelu_tanh")
 
 
 def _py(*args: str) -> list[str]:
-    return [sys.executable, "-m", "turbogelu", *args]
+    """The harness' command (the product's for its own: fit, codegen, report)."""
+    package = "turbogelu" if args[0] in ("fit", "codegen", "report") else "experiments"
+    return [sys.executable, "-m", package, *args]
 
 
 def _notebooks() -> list[Path]:
@@ -67,7 +69,7 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m turbogelu.reproduce", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.reproduce", description=__doc__)
     p.add_argument("--quick", action="store_true", help="every step in its small mode")
     p.add_argument("--only", default=None, help="comma-separated steps to run")
     p.add_argument("--skip", default="", help="comma-separated steps to leave out")

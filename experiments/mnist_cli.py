@@ -1,6 +1,6 @@
-"""``python -m turbogelu mnist {seed,swap,noise,all}``: the protocols' settings and the command
+"""``python -m experiments mnist {seed,swap,noise,all}``: the protocols' settings and the command
 line. Free of torch at import time (the CLI's parser is built for every subcommand); the
-work is in ``turbogelu.experiments.mnist``.
+work is in ``experiments.mnist``.
 
 Settings and why. One epoch of the 784-512-512-10 MLP over the 60,000 training images
 (tensors prepared up front, batch 128) was measured first on the shared 2-core build machine:
@@ -146,7 +146,7 @@ def main(args) -> int:
     data = mnist.prepare_data(args.root, common["train_subset"], common["test_subset"])
     out_dir = Path(args.out_dir)
     prefix = "mnist_quick_" if quick else "mnist_"
-    command = shlex.join(["python", "-m", "turbogelu", "mnist", *args.argv])
+    command = shlex.join(["python", "-m", "experiments", "mnist", *args.argv])
     written: list[Path] = []
 
     def log(msg: str) -> None:
@@ -176,7 +176,7 @@ def main(args) -> int:
         if args.protocol != "swap":
             log(f"first epoch whose printed accuracies differ: {res['first_difference_epoch']}")
             payload = {
-                "kind": "turbogelu.mnist.seed",
+                "kind": "experiments.mnist.seed",
                 "meta": mnist.meta(seed_cfg, command, seed=args.seed, wall_seconds=wall),
                 **{k: res[k] for k in ("lines", "first_difference_epoch", "weight_diff", "rows")},
             }
@@ -186,7 +186,7 @@ def main(args) -> int:
         if args.protocol != "seed":
             log(mnist.swap_text(res["swap"]))
             payload = {
-                "kind": "turbogelu.mnist.swap",
+                "kind": "experiments.mnist.swap",
                 "meta": mnist.meta(
                     seed_cfg, command, seed=args.seed, wall_seconds=wall, trained_with="exact"
                 ),
@@ -203,7 +203,7 @@ def main(args) -> int:
         wall = time.perf_counter() - t0
         log(mnist.noise_text(res["summary"]))
         payload = {
-            "kind": "turbogelu.mnist.noise",
+            "kind": "experiments.mnist.noise",
             "meta": mnist.meta(noise_cfg, command, seeds=seeds, wall_seconds=wall),
             **res,
         }

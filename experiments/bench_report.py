@@ -1,10 +1,10 @@
 """Tables and figures of the benchmark, drawn from its long-format results file.
 
-``python -m turbogelu bench`` appends one JSON object per timed row to a file (default
+``python -m experiments bench`` appends one JSON object per timed row to a file (default
 ``results/bench.jsonl``); everything here reads such rows (a path or a list of dicts), so a
 notebook draws the same tables and plots as the CLI:
 
-    from turbogelu import bench_report as br
+    from experiments import bench_report as br
     rows = br.load("results/bench.jsonl")           # the last run in the file
     print(br.protocol_table(rows))
     br.plot_bars(rows, "forward", "fig/bars_forward.png")
@@ -323,7 +323,7 @@ def _figure(w: float, h: float, ncols: int = 1):
 
 
 def _save(fig, out):
-    from .approx.report import save_png
+    from turbogelu.approx.report import save_png
 
     return save_png(fig, out)
 

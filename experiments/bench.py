@@ -1,4 +1,4 @@
-"""Speed benchmark behind ``python -m turbogelu bench``: the seeds' protocol, the machine's
+"""Speed benchmark behind ``python -m experiments bench``: the seeds' protocol, the machine's
 limits, sweeps, one long-format results file.
 
 Parts (``--parts``, all by default):
@@ -30,7 +30,7 @@ Parts (``--parts``, all by default):
   time) by Horner and by Estrin, beside the shipped op's polynomial (and its default
   program, where that is another) and the limit, every row below the autograd layer.
 
-After the parts, ``turbogelu.bench_targets`` evaluates the speed targets from the run's rows:
+After the parts, ``experiments.bench_targets`` evaluates the speed targets from the run's rows:
 printed, and written beside ``--out`` (``results/bench_targets.json``).
 
 Method (shared, noisy machines: the method is the point):
@@ -52,7 +52,7 @@ Method (shared, noisy machines: the method is the point):
 
 Results: one row per kernel x provider x direction x dtype x size x threads x out-mode (plus
 method options) appended to a JSON-lines file (``--out``, default ``results/bench.jsonl``)
-with p50/p5/p95, the machine and the versions; ``turbogelu.bench_report`` draws the tables and
+with p50/p5/p95, the machine and the versions; ``experiments.bench_report`` draws the tables and
 the plots from that file. torch is imported inside functions only, so importing this module
 (the CLI does) does not import torch.
 """
@@ -498,11 +498,13 @@ def _onednn_off():
 
 @contextlib.contextmanager
 def _hook(name: str, value):
-    """Set a ``torch.ops.turbogelu._set_*`` switch (each returns the previous value) for the
-    block, then restore it."""
+    """Set a ``torch.ops.turbogelu._set_*`` switch, or one of the benchmark's hooks
+    (``probes.HOOKS``), for the block, then restore it (each returns the previous value)."""
     import torch
 
-    setter = getattr(torch.ops.turbogelu, name)
+    from . import probes
+
+    setter = getattr(probes.OPS if name in probes.HOOKS else torch.ops.turbogelu, name)
     previous = setter(value)
     try:
         yield
@@ -677,6 +679,7 @@ def make_variants(
     x, g = make_inputs(dtype, size, edges=edges, seed=seed, device=device)
     n = x.numel()
     tg = torch.ops.turbogelu
+    tb = torch.ops.turbogelu_bench  # the probes (experiments/probes.py)
     aten = torch.ops.aten
     skipped = [] if skipped is None else skipped
     no_tg = _turbogelu_on(device)
@@ -691,7 +694,7 @@ def make_variants(
             "torch exact (oneDNN off)": lambda: F.gelu(x),
             "torch.compile exact": None,
             "limit: copy": lambda: torch.empty_like(x).copy_(x),
-            "limit: stream copy": lambda: tg._stream_copy(x),
+            "limit: stream copy": lambda: tb._stream_copy(x),
         }
     else:
         fns = {
@@ -704,7 +707,7 @@ def make_variants(
             "torch exact (oneDNN off)": lambda: aten.gelu_backward(g, x),
             "torch.compile exact": None,
             "limit: mul": lambda: torch.mul(g, x),
-            "limit: stream read2": lambda: tg._stream_read2(g, x),
+            "limit: stream read2": lambda: tb._stream_read2(g, x),
         }
     assert tuple(fns) == METHODS[direction]
     variants = []
@@ -787,6 +790,7 @@ def sweep_variants(
         inputs = (x, g, torch.empty_like(x))
     x, g, out = inputs
     tg = torch.ops.turbogelu
+    tb = torch.ops.turbogelu_bench  # the probes (experiments/probes.py)
     aten = torch.ops.aten
     n_calls = max(1, min(calls, SWEEP_ELEMENTS_PER_BATCH // size))
     if direction == "forward":
@@ -798,7 +802,7 @@ def sweep_variants(
             ("torch exact", "out", lambda: aten.gelu.out(x, out=out)),
             ("limit: copy", "alloc", lambda: torch.empty_like(x).copy_(x)),
             ("limit: copy", "out", lambda: out.copy_(x)),
-            ("limit: stream copy", "alloc", lambda: tg._stream_copy(x)),
+            ("limit: stream copy", "alloc", lambda: tb._stream_copy(x)),
         ]
     elif direction == "backward":
         rows = [
@@ -808,7 +812,7 @@ def sweep_variants(
             ("torch exact", "out", lambda: aten.gelu_backward.grad_input(g, x, grad_input=out)),
             ("limit: mul", "alloc", lambda: torch.mul(g, x)),
             ("limit: mul", "out", lambda: torch.mul(g, x, out=out)),
-            ("limit: stream read2", "alloc", lambda: tg._stream_read2(g, x)),
+            ("limit: stream read2", "alloc", lambda: tb._stream_read2(g, x)),
         ]
     else:
         raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
@@ -863,7 +867,7 @@ def sweep_bytes(size: int, dtype_size: int = 4, only_out: bool = False) -> int:
 def fitted_specs(degrees: Sequence[int] = DEGREES, clamp: float = R_EXACT) -> dict:
     """{(direction, degree): PolySpec}: least-squares fits of GELU (forward, x/2 + x^2 P(z))
     and of GELU' (backward, 1/2 + x Q(z)) on [0, clamp], float32 coefficients (ms each)."""
-    from .approx import family_fit
+    from turbogelu.approx import family_fit
 
     specs = {}
     for d in degrees:
@@ -888,7 +892,7 @@ def degree_variants(
     as "turbogelu" with its ``program``."""
     import torch
 
-    from . import ops
+    from turbogelu import ops
 
     x, g = make_inputs("float32", size)
     specs = fitted_specs(degrees)
@@ -1132,10 +1136,13 @@ def _alone_main(spec_json: str) -> int:
 def run_alone(spec: dict, timeout: float = 600.0) -> dict:
     """Time ``spec`` in a fresh Python process (this interpreter, this environment):
     ``time_alone``'s result, or {"error": ...}."""
-    code = "import sys; from turbogelu.bench import _alone_main; sys.exit(_alone_main(sys.argv[1]))"
+    code = (
+        "import sys; from experiments.bench import _alone_main; sys.exit(_alone_main(sys.argv[1]))"  # noqa: E501
+    )
     try:
-        proc = subprocess.run(
+        proc = subprocess.run(  # in the checkout, where `experiments` imports from
             [sys.executable, "-c", code, json.dumps(spec)],
+            cwd=Path(__file__).resolve().parents[1],
             capture_output=True,
             text=True,
             timeout=timeout,

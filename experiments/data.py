@@ -283,7 +283,7 @@ def load_mnist(root: str | Path = DEFAULT_ROOT):
     if problems:
         raise MnistUnavailable(
             f"MNIST is not ready in {raw_dir(root)} ({'; '.join(problems)}): run `make data` "
-            "or `python -m turbogelu data`"
+            "or `python -m experiments data`"
         )
     out = []
     for split, train in (("train", True), ("test", False)):

@@ -1,5 +1,5 @@
-"""GPU benchmark: ``python -m turbogelu.bench_cuda`` (one size, 1M elements by default) and
-``python -m turbogelu.bench_cuda --sweep`` (sizes up to 256M elements).
+"""GPU benchmark: ``python -m experiments.bench_cuda`` (one size, 1M elements by default) and
+``python -m experiments.bench_cuda --sweep`` (sizes up to 256M elements).
 
 Method, as bench.py's for the CPU (variants interleaved in one process, a seeded shuffle per
 round, medians with p5/p95 over rounds), with GPU timing: each batch of ``calls`` calls is
@@ -112,13 +112,15 @@ def _setting(key: tuple):
     region)."""
     import torch
 
+    from .probes import OPS as BENCH_OPS
+
     tg = torch.ops.turbogelu
-    scheme = tg._set_poly_scheme(_scheme_for(key))
+    scheme = BENCH_OPS._set_poly_scheme(_scheme_for(key))
     packed = tg._set_cuda_packed(key[3].endswith("(packed)"))
     try:
         yield
     finally:
-        tg._set_poly_scheme(scheme)
+        BENCH_OPS._set_poly_scheme(scheme)
         tg._set_cuda_packed(packed)
 
 
@@ -319,7 +321,7 @@ def execute(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m turbogelu.bench_cuda", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.bench_cuda", description=__doc__)
     p.add_argument("--sweep", action="store_true", help="sizes 64K ... 256M (default: --size)")
     p.add_argument("--size", type=int, default=1 << 20, help="elements without --sweep (1M)")
     p.add_argument("--sizes", default=None, help="comma-separated sizes (overrides --sweep)")

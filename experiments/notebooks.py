@@ -255,7 +255,7 @@ def record(
     the headline numbers a report may quote (name -> number); ``parameters`` it ran with;
     ``plots`` (paths of the PNGs it wrote); ``details`` (tables, anything JSON-able); and the
     machine, the package version and the time. Returns the path."""
-    from . import __version__
+    from turbogelu import __version__
 
     figures = _jsonable(figures)  # numpy numbers to Python; NaN and inf to None
     bad = [k for k, v in figures.items() if v is not None and not isinstance(v, int | float)]

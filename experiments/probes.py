@@ -1,0 +1,39 @@
+"""The benchmark's probes, ``torch.ops.turbogelu_bench``: apart from the product's ops so that
+``torch.ops.turbogelu`` holds only what a user calls.
+
+* ``_stream_copy(x)`` and ``_stream_read2(a, b)`` (kernels/cpu/stream_ops.cpp): x's bytes, and
+  a's bytes XOR b's, written with streaming stores: the machine's limits for one and two
+  inputs, against which the benchmark measures the kernels; ``_stream_isa()`` says which
+  vector code moves them;
+* ``_set_poly_scheme`` ("horner" | "estrin") and ``_set_parallel_grain`` (kernels/cpu/
+  gelu_ops.cpp): process-wide switches of the kernels that only the benchmark, the notebooks
+  and the tests turn. Each returns the previous value.
+
+Importing this module loads the extension (through ``turbogelu.ops``) and registers the
+probes' fake kernels, so that they trace like the ops (opcheck).
+"""
+
+from __future__ import annotations
+
+import torch
+
+import turbogelu.ops  # noqa: F401  (loads turbogelu._C, which defines the namespace)
+from turbogelu._checks import check_same_device
+
+OPS = torch.ops.turbogelu_bench
+HOOKS = ("_set_poly_scheme", "_set_parallel_grain")
+
+
+@torch.library.register_fake("turbogelu_bench::_stream_copy")
+def _stream_copy_fake(x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("turbogelu_bench::_stream_read2")
+def _stream_read2_fake(a, b):
+    check_same_device("_stream_read2", a, b=b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        raise RuntimeError(
+            "turbogelu_bench._stream_read2: a and b must have the same shape and dtype"
+        )
+    return torch.empty_like(a, memory_format=torch.contiguous_format)

@@ -1,0 +1,143 @@
+"""The product outside the checkout: a wheel built from this tree, installed into a scratch
+virtual environment that reuses the pinned torch, runs the ops, reads its specs and Metal
+source from package data and registers the MPS kernels (run against a fake
+``compile_shader``, as tests/test_mps.py does) from a directory that is not the checkout,
+with no research harness importable.
+
+The wheel is built with pip from this tree (the extension's objects from `make build` are
+reused: build/ is ninja's, so only what changed is compiled)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import ROOT, subprocess_env
+
+import turbogelu
+from turbogelu.approx import spec
+
+# Run inside the scratch environment, from an empty directory: prints one JSON line.
+PROBE = r"""
+import json, sys
+from pathlib import Path
+import torch
+import turbogelu
+from turbogelu import mps, ops
+from turbogelu.approx import spec
+
+out = {"file": turbogelu.__file__, "spec_dir": str(spec.SPEC_DIR), "metal": str(mps.SOURCE)}
+x = torch.linspace(-6, 6, 1001)
+with ops.use_cpu_kernel("poly"):
+    out["gelu"] = turbogelu.gelu(x).tolist()
+    out["backward"] = turbogelu.gelu_backward_op(torch.ones_like(x), x).tolist()
+out["specs"] = sorted(p.name for p in spec.SPEC_DIR.rglob("*.json"))
+out["exact_range"] = spec.load(spec.spec_path("none"))["range"]
+
+# The MPS kernels against a fake compile_shader whose kernels call the CPU op for their set.
+class Kernel:
+    def __init__(self, name):
+        self.name = name
+    def __call__(self, *args, threads):
+        *tensors, n, s = args
+        mode, part = mps.SETS[s]
+        backward = part.removeprefix("backward_")
+        if self.name.startswith("gelu_forward"):
+            x, o = tensors
+            o.copy_(torch.ops.turbogelu.gelu(x, mode))
+        else:
+            g, x, o = tensors
+            o.copy_(torch.ops.turbogelu.gelu_backward(g, x, mode, backward))
+
+class Library:
+    def __getattr__(self, name):
+        return Kernel(name)
+
+sources = []
+torch.mps.compile_shader = lambda src: sources.append(src) or Library()
+mps.DEVICE = "cpu"
+with ops.use_cpu_kernel("poly"):
+    out["mps_gelu"] = mps.gelu(x).tolist()
+out["metal_compiled"] = sources == [mps.SOURCE.read_text()]
+out["default_backward"] = mps.default_backward()
+try:
+    import experiments  # noqa: F401
+    out["harness"] = "importable"
+except ImportError:
+    out["harness"] = "absent"
+print(json.dumps(out))
+"""
+
+
+def _outside_env() -> dict:
+    """This environment without a PYTHONPATH that could lead back into the checkout."""
+    env = subprocess_env()
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert r.returncode == 0, f"{cmd} failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """(python of a scratch venv with the wheel installed, an empty directory to run in)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    # The extension as `make build` built it: CUDA on or off alike (TURBOGELU_CUDA unset
+    # autodetects the same way), so ninja finds its objects up to date.
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+         "--wheel-dir", str(tmp / "dist"), str(ROOT)],
+        cwd=ROOT, env=subprocess_env(), timeout=1500,
+    )  # fmt: skip
+    (wheel,) = (tmp / "dist").glob("turbogelu-*.whl")
+    venv = tmp / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], timeout=300)  # pip from ensurepip, offline
+    py = venv / "bin" / "python"
+    _run(
+        [str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        cwd=tmp, env=_outside_env(), timeout=300,
+    )  # fmt: skip
+    # Then reuse this environment's packages (the pinned torch) through a .pth line: a plain
+    # path, so the editable checkout's own .pth finder there is not run and turbogelu comes
+    # only from the wheel (added after the install, or pip would see the editable one).
+    site = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"])
+    (site / "reuse_pinned_torch.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    run_dir = tmp / "elsewhere"
+    run_dir.mkdir()
+    return py, run_dir
+
+
+def test_the_wheel_runs_outside_the_checkout(scratch):
+    py, run_dir = scratch
+    env = _outside_env()
+    r = _run([str(py), "-c", PROBE], cwd=run_dir, env=env, timeout=300)
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    # turbogelu from the installed wheel, its data inside it, not from the checkout
+    for key in ("file", "spec_dir", "metal"):
+        assert not Path(got[key]).is_relative_to(ROOT), (key, got[key])
+        assert "site-packages" in got[key], (key, got[key])
+    assert got["specs"] == sorted(p.name for p in (ROOT / "data" / "specs").rglob("*.json"))
+    assert got["exact_range"] == spec.DEFAULTS["exact"].range
+    # the same bits as this checkout's build
+    x = torch.linspace(-6, 6, 1001)
+    with turbogelu.ops.use_cpu_kernel("poly"):
+        assert got["gelu"] == turbogelu.gelu(x).tolist()
+        assert got["backward"] == turbogelu.gelu_backward_op(torch.ones_like(x), x).tolist()
+    assert got["mps_gelu"] == got["gelu"] and got["metal_compiled"] is True
+    assert got["default_backward"] == turbogelu.mps.default_backward()
+    assert got["harness"] == "absent"  # the research harness stays in the checkout
+    # the product's CLI works there too, with the packaged specs
+    r = _run([str(py), "-m", "turbogelu", "report", "--spec", str(Path(got["spec_dir"]) /
+             "gelu_tanh.json")], cwd=run_dir, env=env, timeout=600)  # fmt: skip
+    assert "Error report" in r.stdout
+    assert os.listdir(run_dir) == []  # and wrote nothing where it ran

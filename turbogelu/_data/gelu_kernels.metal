@@ -1,0 +1,1 @@
+../../kernels/mps/gelu_kernels.metal

@@ -1,1 +1,0 @@
-"""Experiments' library code: importable functions that the CLI and the notebooks call."""
