@@ -190,6 +190,30 @@ def test_submodules_are_reachable_without_importing_them():
     assert r.stdout.split() == ["False", "True", "False", "True", "True"]
 
 
+def test_the_product_never_imports_the_harness():
+    """One arrow (README's layout, DESIGN.md): experiments/ imports turbogelu, never the
+    reverse; checked on every import statement of the product's source."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "turbogelu").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
+                          if n.split(".")[0] == "experiments"]  # fmt: skip
+    assert offenders == []
+    # and at run time: the product's modules and CLI load without the harness
+    code = "import sys, turbogelu.ops, turbogelu.modules, turbogelu.cli, turbogelu.approx.spec\n"
+    code += "print(sorted(m for m in sys.modules if m.split('.')[0] == 'experiments'))"
+    r = _run("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
 def test_first_use_loads_torch_and_the_extension():
     code = (
         "import sys, turbogelu\n"
