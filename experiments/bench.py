@@ -65,8 +65,6 @@ import dataclasses
 import datetime
 import gc
 import json
-import os
-import platform
 import random
 import statistics
 import subprocess
@@ -88,6 +86,7 @@ from .bench_report import (  # noqa: F401  (the notebook's entry points, also fr
     sweep_table,
 )
 from .bench_targets import BASELINE_TOLERANCE
+from .records import describe_machine, machine_info, quantile, write_jsonl
 
 DTYPES_QUICK = ("float32", "float16", "bfloat16")
 DTYPES_ALL = (*DTYPES_QUICK, "float64")
@@ -164,104 +163,7 @@ class Skipped(Exception):
     """A variant that cannot run here (the reason is reported, the run goes on)."""
 
 
-# ---------------------------------------------------------------- machine
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _cpu_mhz() -> float | None:
-    """The current clock of CPU 0 (cpufreq, else /proc/cpuinfo; a VM may report its host's
-    nominal clock), or None."""
-    try:
-        khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").read_text()
-        return int(khz) / 1000
-    except (OSError, ValueError):
-        pass
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("cpu MHz"):
-                    return float(line.split(":", 1)[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _git_rev() -> str | None:
-    try:
-        here = Path(__file__).resolve().parent
-        rev = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return rev.stdout.strip() or None if rev.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def machine_info(device: str = "cpu") -> dict:
-    import torch
-
-    import turbogelu
-    import turbogelu.ops  # noqa: F401  (loads the extension)
-
-    backend = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in torch.__config__.parallel_info().splitlines()
-            if line.startswith("ATen parallel backend")
-        ),
-        "?",
-    )
-    info = {
-        "cpu": _cpu_model(),
-        "cpu_mhz": _cpu_mhz(),
-        "logical_cpus": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),
-        "isa": torch.ops.turbogelu._cpu_isa(),
-        "isas": list(torch.ops.turbogelu._cpu_isas()),
-        "torch": torch.__version__,
-        "turbogelu": turbogelu.__version__,
-        "git": _git_rev(),
-        "threads": torch.get_num_threads(),
-        "parallel_backend": backend,
-        "onednn": bool(torch.backends.mkldnn.is_available()),
-        "onednn_enabled": bool(torch.backends.mkldnn.is_available())
-        and bool(torch.backends.mkldnn.enabled),
-        "python": platform.python_version(),
-        "device": device,
-    }
-    if device.startswith("cuda"):
-        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
-        info["cuda"] = torch.version.cuda
-    elif device == "mps":
-        info["gpu"] = "Apple MPS"
-    return info
-
-
-def describe_machine(info: dict) -> str:
-    mhz = f", {info['cpu_mhz']:.0f} MHz" if info.get("cpu_mhz") else ""
-    gpu = f" | GPU: {info['gpu']}" if info.get("gpu") else ""
-    onednn = ("on" if info["onednn_enabled"] else "off") if info["onednn"] else "not available"
-    return (
-        f"CPU: {info['cpu']} ({info['logical_cpus']} logical CPUs{mhz}){gpu}"
-        f" | turbogelu ISA: {info['isa']} (available: {', '.join(info['isas'])})"
-        f" | torch {info['torch']} | turbogelu {info['turbogelu']} ({info['git'] or 'no git'})"
-        f" | threads: {info['threads']} ({info['parallel_backend']}) | oneDNN: {onednn}"
-    )
+# ---------------------------------------------------------------- process settings
 
 
 def steady_malloc() -> bool:
@@ -419,15 +321,6 @@ def time_interleaved(
         if gc_was_enabled:
             gc.enable()
     return Timings(wall, cpu)
-
-
-def _quantile(xs: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    s = sorted(xs)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def make_flush(device: str, nbytes: int | None = None) -> Callable[[], object]:
@@ -985,22 +878,14 @@ def summarize(variants: Sequence[Variant], timings: Timings, calls: int) -> list
             {
                 **v.labels,
                 "p50_us": statistics.median(w) / 1e3,
-                "p5_us": _quantile(w, 0.05) / 1e3,
-                "p95_us": _quantile(w, 0.95) / 1e3,
+                "p5_us": quantile(w, 0.05) / 1e3,
+                "p95_us": quantile(w, 0.95) / 1e3,
                 "cpu_p50_us": statistics.median(c) / 1e3,
                 "rounds": len(w),
                 "calls": v.calls or calls,
             }
         )
     return records
-
-
-def write_jsonl(path: str | Path, records: Sequence[dict], common: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        for r in records:
-            f.write(json.dumps({**r, **common}) + "\n")
 
 
 # ---------------------------------------------------------------- runs
@@ -1345,10 +1230,10 @@ def run_grain(
                 "size": size,
                 "t1_us": m1 / 1e3,
                 "tn_us": mn / 1e3,
-                "t1_p5_us": _quantile(w1, 0.05) / 1e3,
-                "t1_p95_us": _quantile(w1, 0.95) / 1e3,
-                "tn_p5_us": _quantile(wn, 0.05) / 1e3,
-                "tn_p95_us": _quantile(wn, 0.95) / 1e3,
+                "t1_p5_us": quantile(w1, 0.05) / 1e3,
+                "t1_p95_us": quantile(w1, 0.95) / 1e3,
+                "tn_p5_us": quantile(wn, 0.05) / 1e3,
+                "tn_p95_us": quantile(wn, 0.95) / 1e3,
                 "speedup": m1 / mn,
                 # paired: same round, so the same state of the machine
                 "tn_faster_rounds": sum(a > b for a, b in zip(w1, wn, strict=True)) / len(w1),

@@ -38,7 +38,6 @@ import datetime
 import json
 import math
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -48,6 +47,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from . import records
 from .mnist_cli import NOISE_ACTIVATIONS
 
 # name -> (torch GELU approximate, implemented by turbogelu?)
@@ -593,34 +593,13 @@ def run_noise_protocol(
 # ---------------------------------------------------------------- results
 
 
-def _git_commit() -> str | None:
-    try:
-        r = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if r.returncode != 0:
-        return None
-    return r.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
 def meta(config: Config, command: str | None = None, **extra) -> dict:
-    from experiments.bench import machine_info
-
     with deterministic(config.threads):
-        machine = machine_info()
+        machine = records.machine_info()
     return {
         "command": command,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
+        "git_commit": records.git_commit(),
         "machine": machine,
         "deterministic_algorithms": True,
         "turbogelu_cpu_program": CPU_PROGRAM,
@@ -630,13 +609,6 @@ def meta(config: Config, command: str | None = None, **extra) -> dict:
         f"batch {config.batch_size}, cross-entropy, no weight decay",
         **extra,
     }
-
-
-def write_json(path: str | Path, payload: dict) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=1) + "\n")
-    return path
 
 
 def load_json(path: str | Path) -> dict:
@@ -653,12 +625,6 @@ def _figure(ncols: int, size=(11.0, 4.0)):
     fig = Figure(figsize=size, dpi=110)
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, ncols)
-
-
-def _save(fig, path):
-    from turbogelu.approx.report import save_png
-
-    return save_png(fig, path)
 
 
 def _by_activation(rows: Sequence[dict], seed: int | None = None) -> dict[str, list[dict]]:
@@ -696,7 +662,7 @@ def plot_curves(result: dict, path: str | Path | None = None, seed: int | None =
     for ax in (ax_acc, ax_loss):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    return _save(fig, path)
+    return records.save_png(fig, path)
 
 
 def plot_weight_diff(result: dict, path: str | Path | None = None):
@@ -732,7 +698,7 @@ def plot_weight_diff(result: dict, path: str | Path | None = None):
         ax_d.legend(fontsize=7)
     for ax in (ax_w, ax_d):
         ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return records.save_png(fig, path)
 
 
 def plot_swap(result: dict, path: str | Path | None = None):
@@ -760,7 +726,7 @@ def plot_swap(result: dict, path: str | Path | None = None):
     for ax in (ax_a, ax_p):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    return _save(fig, path)
+    return records.save_png(fig, path)
 
 
 def _paired_panel(ax, summary: dict, paired_key: str, spread_key: str, what: str) -> None:
@@ -804,7 +770,7 @@ def plot_noise(result: dict, path: str | Path | None = None):
     _paired_panel(ax_l, s, "paired_loss", "final_test_loss", "test loss")
     for ax in (ax_s, ax_d, ax_l):
         ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return records.save_png(fig, path)
 
 
 # ---------------------------------------------------------------- report text

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import records
+
 ACTIVATION_NAMES = ("exact", "tanh", "turbogelu", "turbogelu-tanh")
 NOISE_ACTIVATIONS = ("exact", "tanh", "turbogelu")
 SEED_EPOCHS = 35
@@ -180,7 +182,7 @@ def main(args) -> int:
                 "meta": mnist.meta(seed_cfg, command, seed=args.seed, wall_seconds=wall),
                 **{k: res[k] for k in ("lines", "first_difference_epoch", "weight_diff", "rows")},
             }
-            written.append(mnist.write_json(out_dir / f"{prefix}seed.json", payload))
+            written.append(records.write_json(out_dir / f"{prefix}seed.json", payload))
             plot(mnist.plot_curves, payload, "seed_curves")
             plot(mnist.plot_weight_diff, payload, "seed_weight_diff")
         if args.protocol != "seed":
@@ -193,7 +195,7 @@ def main(args) -> int:
                 "swap": res["swap"],
                 "rows": [r for r in res["rows"] if r["activation"] == "exact"],
             }
-            written.append(mnist.write_json(out_dir / f"{prefix}swap.json", payload))
+            written.append(records.write_json(out_dir / f"{prefix}swap.json", payload))
             plot(mnist.plot_swap, payload, "swap")
     if args.protocol in ("noise", "all"):
         t0 = time.perf_counter()
@@ -207,7 +209,7 @@ def main(args) -> int:
             "meta": mnist.meta(noise_cfg, command, seeds=seeds, wall_seconds=wall),
             **res,
         }
-        written.append(mnist.write_json(out_dir / f"{prefix}noise.json", payload))
+        written.append(records.write_json(out_dir / f"{prefix}noise.json", payload))
         plot(mnist.plot_noise, payload, "noise")
         plot(mnist.plot_curves, payload, "noise_curves")
     for w in written:

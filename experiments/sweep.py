@@ -42,7 +42,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from . import notebooks
+from . import notebooks, records
 
 SWEEP_DIR = notebooks.REPO / "experiments" / "sweeps"
 DEFAULT_SWEEP = SWEEP_DIR / "default.json"
@@ -244,7 +244,7 @@ def measure_point(
 
 
 def write_point(path: str | Path, record: dict) -> Path:
-    return notebooks.write_json(path, record)
+    return records.write_json(path, record)
 
 
 # ---------------------------------------------------------------- running
@@ -401,7 +401,7 @@ def plot_pareto(rows, path: str | Path, title: str = ""):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from turbogelu.approx import report, search
+    from turbogelu.approx import search
 
     timed = [r for r in rows if r.get("time_us") is not None]
     axes_spec = [("ops_horner", "operations per element (Horner, FMA = 1)")]
@@ -427,7 +427,7 @@ def plot_pareto(rows, path: str | Path, title: str = ""):
         ax.legend(fontsize=7, ncol=2)
         if title:
             ax.set_title(f"{title}: Pareto front", fontsize=9)
-    return report.save_png(fig, path)
+    return records.save_png(fig, path)
 
 
 def aggregate(paths, out: str | Path, title: str = "") -> dict:
@@ -445,7 +445,7 @@ def aggregate(paths, out: str | Path, title: str = "") -> dict:
         for r in rows:
             w.writerow({c: r.get(c) for c in COLUMNS})
     (out / "table.md").write_text(render_markdown(rows, front_ids, title))
-    notebooks.write_json(
+    records.write_json(
         out / "front.json",
         {"x": "ops_horner", "y": "max_abs_error", "front": [r["id"] for r in front]},
     )
