@@ -101,9 +101,9 @@ def _cmd_search(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from . import bench
+    from . import bench_cli
 
-    return bench.main(args)
+    return bench_cli.main(args)
 
 
 def _cmd_sweep(args) -> int:
@@ -349,7 +349,7 @@ def main(argv=None) -> int:
     n.set_defaults(func=_cmd_notebook)
 
     b = sub.add_parser("bench", help="time turbogelu against PyTorch and a copy of the same bytes")
-    from .bench import add_arguments
+    from .bench_cli import add_arguments
 
     add_arguments(b)
     b.set_defaults(func=_cmd_bench)

@@ -160,7 +160,8 @@ def time_spec(ps, size: int = 1 << 20, rounds: int = 20, calls: int = 10):
     try:
         from turbogelu import ops
 
-        from . import bench
+        from .bench_timing import Variant, time_interleaved
+        from .bench_variants import make_inputs, num_threads
     except (ImportError, OSError) as exc:
         return None, f"not timed: the ops do not load ({exc})"
     if not hasattr(ops, "poly_gelu"):
@@ -173,10 +174,10 @@ def time_spec(ps, size: int = 1 << 20, rounds: int = 20, calls: int = 10):
         return None, f"not timed: {exc}"
     if ps.degree not in ops.poly_degrees():
         return None, f"not timed: degree {ps.degree} has no compiled poly_gelu kernel"
-    x, _ = bench.make_inputs("float32", size)
-    v = bench.Variant("poly_gelu", lambda: ops.poly_gelu(x, ps))
-    with bench._num_threads(1):
-        t = bench.time_interleaved([v], rounds, calls)
+    x, _ = make_inputs("float32", size)
+    v = Variant("poly_gelu", lambda: ops.poly_gelu(x, ps))
+    with num_threads(1):
+        t = time_interleaved([v], rounds, calls)
     med = sorted(t.wall["poly_gelu"])[len(t.wall["poly_gelu"]) // 2]
     return med / 1e3, f"ops.poly_gelu, float32, {size} elements, 1 thread, median of {rounds}"
 
