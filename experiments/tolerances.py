@@ -46,7 +46,7 @@ REPO = compare.REPO
 # the fits (OPENBLAS_CORETYPE; AVX2-only Haswell code here), the intra-op threads of training
 # (--threads: torch.set_num_threads; OMP_NUM_THREADS, which training overrides with its own
 # setting, is run to show it changes nothing), turbogelu's own ISA (its kernels give the same
-# bits on every ISA: tests/test_ops.py), and all of them at once.
+# bits on every ISA: tests/test_ops_determinism.py), and all of them at once.
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     "default": ({}, []),
     "aten-avx2": ({"ATEN_CPU_CAPABILITY": "avx2"}, []),
