@@ -21,31 +21,20 @@ SEED_SIZE, SEED_ROUNDS, SEED_CALLS = 1 << 20, 50, 100  # the seed's protocol
 SWEEP_ELEMENTS_PER_BATCH = 1 << 24  # sweep: calls per batch = clamp(this / size, 1, --calls)
 INPLACE_MAX_CALLS = 16  # in place: the buffer is refilled before each batch (see sweep_variants)
 DEGREES = tuple(range(2, 13))
+# The methods of both directions; each adds its limits: what moving its bytes costs.
+_KERNELS = (
+    "turbogelu",
+    "turbogelu (poly)",
+    "turbogelu (Estrin)",
+    "turbogelu (cells)",
+    "torch exact",
+    "torch approx",
+    "torch exact (oneDNN off)",
+    "torch.compile exact",
+)
 METHODS = {
-    "forward": (
-        "turbogelu",
-        "turbogelu (poly)",
-        "turbogelu (Estrin)",
-        "turbogelu (cells)",
-        "torch exact",
-        "torch approx",
-        "torch exact (oneDNN off)",
-        "torch.compile exact",
-        "limit: copy",
-        "limit: stream copy",
-    ),
-    "backward": (
-        "turbogelu",
-        "turbogelu (poly)",
-        "turbogelu (Estrin)",
-        "turbogelu (cells)",
-        "torch exact",
-        "torch approx",
-        "torch exact (oneDNN off)",
-        "torch.compile exact",
-        "limit: mul",
-        "limit: stream read2",
-    ),
+    "forward": (*_KERNELS, "limit: copy", "limit: stream copy"),
+    "backward": (*_KERNELS, "limit: mul", "limit: stream read2"),
 }
 CPU_ONLY = ("turbogelu (poly)", "turbogelu (Estrin)", "turbogelu (cells)")
 CPU_ONLY += ("torch exact (oneDNN off)",)
