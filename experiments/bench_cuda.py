@@ -11,8 +11,9 @@ The limit rows are what moving the same bytes costs on this GPU: a device-to-dev
 (``empty_like(x).copy_(x)``: one read, one write) for the forward and ``torch.mul(g, x)`` (two
 reads, one write) for the backward; GB/s = bytes moved / median time. At sizes far beyond
 the L2 cache (64M elements and up) the limit is the HBM bandwidth, so ``/ limit`` says how far
-from the roofline a kernel is. Self-contained (it shares no code with bench.py, the general
-benchmark), so that tests/gpu_check.sh depends on nothing else.
+from the roofline a kernel is. It shares no code with bench.py, the general benchmark, but the
+harness's records (``experiments.records``: quantiles, the JSON-lines writer; no torch), so
+that tests/gpu_check.sh depends on nothing else.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+
+from .records import quantile, write_jsonl
 
 DTYPES = ("float32", "float16", "bfloat16")
 METHODS = {
@@ -158,14 +160,6 @@ def time_cuda(
     return times
 
 
-def _quantile(xs: Sequence[float], q: float) -> float:
-    s = sorted(xs)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
 def summarize(times: dict[tuple, list[float]], calls: int) -> list[dict]:
     med = {k: statistics.median(v) for k, v in times.items()}
     rows = []
@@ -183,8 +177,8 @@ def summarize(times: dict[tuple, list[float]], calls: int) -> list[dict]:
                 "size": size,
                 "method": method,
                 "median_us": m,
-                "p5_us": _quantile(w, 0.05),
-                "p95_us": _quantile(w, 0.95),
+                "p5_us": quantile(w, 0.05),
+                "p95_us": quantile(w, 0.95),
                 "gb_per_s": nbytes / (m * 1e-6) / 1e9,
                 "vs_turbogelu": m / tg if tg else None,
                 "per_limit": m / limit if limit else None,
@@ -283,12 +277,6 @@ def report(rows: Sequence[dict], info: dict, extra: str, elapsed: float) -> str:
     )
 
 
-def _write_jsonl(path: str, rows: Sequence[dict], common: dict) -> None:
-    with open(path, "a") as f:
-        for r in rows:
-            f.write(json.dumps({**common, **r}) + "\n")
-
-
 def execute(
     sizes: Sequence[int],
     dtypes: Sequence[str],
@@ -316,7 +304,7 @@ def execute(
     if out:
         date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         common = {"bench": f"cuda-{label}", "date": date, "device": "cuda", **info}
-        _write_jsonl(out, rows, common)
+        write_jsonl(out, rows, common)
     return 0
 
 

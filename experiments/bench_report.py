@@ -28,6 +28,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from . import records
+
 SEED_CSV = Path(__file__).resolve().parents[1] / "data" / "seeds" / "turbogelu_bench.csv"
 DIRECTIONS = ("forward", "backward")
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "float64")
@@ -322,12 +324,6 @@ def _figure(w: float, h: float, ncols: int = 1):
     return fig, axes
 
 
-def _save(fig, out):
-    from turbogelu.approx.report import save_png
-
-    return save_png(fig, out)
-
-
 def plot_bars(src, direction: str, out: str | Path | None = None, *, device: str | None = None):
     """The seed's bar chart: median us/op per method, grouped by dtype, p5-p95 as error bars;
     limit rows hatched."""
@@ -374,7 +370,7 @@ def plot_bars(src, direction: str, out: str | Path | None = None, *, device: str
     )
     # below the axes: inside, it covered a bar whatever the corner
     ax.legend(fontsize=7, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    return _save(fig, out)
+    return records.save_png(fig, out)
 
 
 def plot_sweep(src, direction: str, out: str | Path | None = None):
@@ -424,7 +420,7 @@ def plot_sweep(src, direction: str, out: str | Path | None = None):
         ax.set_ylabel("ns per element (median)")
         ax.set_title(f"{direction}, {t} thread(s)")
         ax.legend(fontsize=7)
-    return _save(fig, out)
+    return records.save_png(fig, out)
 
 
 def plot_degrees(src, out: str | Path | None = None):
@@ -468,7 +464,7 @@ def plot_degrees(src, out: str | Path | None = None):
         ax.set_title(f"{d}, float32, {size} elements, 1 thread")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    return _save(fig, out)
+    return records.save_png(fig, out)
 
 
 def plot_all(src, out_dir: str | Path) -> list[Path]:
@@ -650,7 +646,7 @@ def plot_speedups(
         ax.set_ylabel(f"turbogelu speedup {what.replace('_', ' ')}")
         ax.grid(True, axis="y", which="both", alpha=0.3)
     axes[0].legend(fontsize=6)
-    return _save(fig, out)
+    return records.save_png(fig, out)
 
 
 __all__: Sequence[str] = (

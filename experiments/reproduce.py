@@ -19,14 +19,13 @@ the run (later steps read its results). ``--only`` / ``--skip`` select steps.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from . import compare
+from . import compare, records
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
@@ -103,8 +102,7 @@ def main(argv=None) -> int:
         if status == "failed":
             break
     record["seconds"] = round(time.perf_counter() - t_all, 1)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "reproduce.json").write_text(json.dumps(record, indent=1) + "\n")
+    records.write_json(RESULTS / "reproduce.json", record)
     print(f"\nreproduce{' (quick)' if args.quick else ''}: {record['seconds']:.0f} s")
     for s in record["steps"]:
         print(f"  {s['step']:10s} {s['status']:8s} {s['seconds']:7.0f} s")

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from . import notebooks
+from . import notebooks, records
 
 SWEEP_DIR = notebooks.REPO / "experiments" / "sweeps"
 DEFAULT_SWEEP = SWEEP_DIR / "default.json"
@@ -160,7 +160,8 @@ def time_spec(ps, size: int = 1 << 20, rounds: int = 20, calls: int = 10):
     try:
         from turbogelu import ops
 
-        from . import bench
+        from .bench_timing import Variant, time_interleaved
+        from .bench_variants import make_inputs, num_threads
     except (ImportError, OSError) as exc:
         return None, f"not timed: the ops do not load ({exc})"
     if not hasattr(ops, "poly_gelu"):
@@ -173,10 +174,10 @@ def time_spec(ps, size: int = 1 << 20, rounds: int = 20, calls: int = 10):
         return None, f"not timed: {exc}"
     if ps.degree not in ops.poly_degrees():
         return None, f"not timed: degree {ps.degree} has no compiled poly_gelu kernel"
-    x, _ = bench.make_inputs("float32", size)
-    v = bench.Variant("poly_gelu", lambda: ops.poly_gelu(x, ps))
-    with bench._num_threads(1):
-        t = bench.time_interleaved([v], rounds, calls)
+    x, _ = make_inputs("float32", size)
+    v = Variant("poly_gelu", lambda: ops.poly_gelu(x, ps))
+    with num_threads(1):
+        t = time_interleaved([v], rounds, calls)
     med = sorted(t.wall["poly_gelu"])[len(t.wall["poly_gelu"]) // 2]
     return med / 1e3, f"ops.poly_gelu, float32, {size} elements, 1 thread, median of {rounds}"
 
@@ -244,7 +245,7 @@ def measure_point(
 
 
 def write_point(path: str | Path, record: dict) -> Path:
-    return notebooks.write_json(path, record)
+    return records.write_json(path, record)
 
 
 # ---------------------------------------------------------------- running
@@ -401,7 +402,7 @@ def plot_pareto(rows, path: str | Path, title: str = ""):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from turbogelu.approx import report, search
+    from turbogelu.approx import search
 
     timed = [r for r in rows if r.get("time_us") is not None]
     axes_spec = [("ops_horner", "operations per element (Horner, FMA = 1)")]
@@ -427,7 +428,7 @@ def plot_pareto(rows, path: str | Path, title: str = ""):
         ax.legend(fontsize=7, ncol=2)
         if title:
             ax.set_title(f"{title}: Pareto front", fontsize=9)
-    return report.save_png(fig, path)
+    return records.save_png(fig, path)
 
 
 def aggregate(paths, out: str | Path, title: str = "") -> dict:
@@ -445,7 +446,7 @@ def aggregate(paths, out: str | Path, title: str = "") -> dict:
         for r in rows:
             w.writerow({c: r.get(c) for c in COLUMNS})
     (out / "table.md").write_text(render_markdown(rows, front_ids, title))
-    notebooks.write_json(
+    records.write_json(
         out / "front.json",
         {"x": "ops_horner", "y": "max_abs_error", "front": [r["id"] for r in front]},
     )

@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import compare
+from . import compare, records
 
 REPO = compare.REPO
 
@@ -46,7 +46,7 @@ REPO = compare.REPO
 # the fits (OPENBLAS_CORETYPE; AVX2-only Haswell code here), the intra-op threads of training
 # (--threads: torch.set_num_threads; OMP_NUM_THREADS, which training overrides with its own
 # setting, is run to show it changes nothing), turbogelu's own ISA (its kernels give the same
-# bits on every ISA: tests/test_ops.py), and all of them at once.
+# bits on every ISA: tests/test_ops_determinism.py), and all of them at once.
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     "default": ({}, []),
     "aten-avx2": ({"ATEN_CPU_CAPABILITY": "avx2"}, []),
@@ -220,8 +220,6 @@ def main(argv=None) -> int:
         )
         return 1
     figs = differences(runs)
-    from .notebooks import machine
-
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
     data["about"] = (
         "Tolerances of the comparison's numerics figures (experiments/compare.py): per figure "
@@ -237,7 +235,7 @@ def main(argv=None) -> int:
     previous = data.get(mode, {}).get("commands", [])
     data[mode] = {
         "commands": [*[c for c in previous if c != shlex.join(command)], shlex.join(command)],
-        "measured_on": machine(),
+        "measured_on": records.machine(),
         "reference_machine": compare._machine(ref_dir),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "seconds_last_command": round(time.perf_counter() - t0),
@@ -250,8 +248,7 @@ def main(argv=None) -> int:
         ),
         "figures": figs,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    records.write_json(args.out, data)
     for name, f in figs.items():
         pair = " vs ".join(f["between"]) or "one run"
         print(f"{name}: max difference {f['max_difference']:.3g} ({pair})")

@@ -1,7 +1,7 @@
 """A pytest plugin (``-p nan_gelu_at_inf``, tests/ on PYTHONPATH) that makes PyTorch's float16
 ``F.gelu`` return NaN at +-inf, as PyTorch 2.14.1 does on a Sapphire Rapids Xeon (it returns
-inf on an AMD Zen 4): test_ops.py runs the op tests under it, so that no test leans on a
-result of PyTorch's that depends on the CPU."""
+inf on an AMD Zen 4): test_ops_special_values.py runs the op tests under it, so that no
+test leans on a result of PyTorch's that depends on the CPU."""
 
 from __future__ import annotations
 

@@ -17,7 +17,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import bench, bench_report, bench_targets, paper
+from experiments import (
+    bench,
+    bench_alone,
+    bench_cli,
+    bench_report,
+    bench_targets,
+    bench_timing,
+    bench_variants,
+    paper,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE, ROUNDS, CALLS = 4096, 3, 2
@@ -39,7 +48,7 @@ def _positive_finite(t) -> bool:
 
 def test_import_does_not_import_torch():
     code = (
-        "import sys, experiments.bench, experiments.bench_report;"
+        "import sys, experiments.bench, experiments.bench_report, experiments.bench_cli;"
         " assert 'torch' not in sys.modules, 'torch imported';"
         " assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
@@ -62,11 +71,11 @@ def test_time_interleaved_counts_rounds_calls_and_flushes():
 
 
 def test_clock_synchronizes_on_a_device():
-    clock = bench._Clock("cpu")
+    clock = bench_timing._Clock("cpu")
     wall, cpu = clock.time(lambda: sum(range(1000)), 5)
     assert wall > 0 and cpu >= 0
     if torch.cuda.is_available():
-        clock = bench._Clock("cuda")
+        clock = bench_timing._Clock("cuda")
         x = torch.randn(1 << 20, device="cuda")
         wall, _ = clock.time(lambda: x.mul_(1.0), 5)
         assert wall > 0
@@ -206,7 +215,7 @@ def test_check_alone_flags_only_baseline_rows(monkeypatch):
             return {"p50_us": alone[spec["method"]], "rounds": spec["rounds"]}
         return {"error": "exit 1: boom"}
 
-    monkeypatch.setattr(bench, "run_alone", fake_run_alone)
+    monkeypatch.setattr(bench_alone, "run_alone", fake_run_alone)
     out = bench.check_alone(rows, 1 << 20, 7, 100, isa="avx2", flush=True)
     by = {r["method"]: r for r in out}
     assert [s["method"] for s in specs] == [r["method"] for r in rows[1:]]
@@ -230,7 +239,7 @@ def test_time_alone_and_its_errors(capsys):
     assert spec["size"] == SIZE and spec["method"] == "limit: copy" and spec["threads"] == 1
     res = bench.time_alone(spec)
     assert _positive_finite(res["p50_us"]) and res["rounds"] == 2 and res["calls"] == CALLS
-    assert bench._alone_main(json.dumps(spec | {"method": "no such method"})) == 1
+    assert bench_alone._alone_main(json.dumps(spec | {"method": "no such method"})) == 1
     assert "unknown method" in json.loads(capsys.readouterr().out.splitlines()[-1])["error"]
 
 
@@ -348,7 +357,7 @@ def _proto(direction, dtype, times, size=bench_targets.PROTOCOL_SIZE, **extra):
     return [
         {
             "bench": "protocol", "direction": direction, "dtype": dtype, "method": m,
-            "provider": bench._provider(m), "p50_us": t, "size": size, "threads": 1,
+            "provider": bench_variants._provider(m), "p50_us": t, "size": size, "threads": 1,
             "device": "cpu", "rounds": 50, "run": "r", **extra.get(m, {}),
         }
         for m, t in times.items()
@@ -360,8 +369,9 @@ def _dram(direction, dtype, threads, tg, lim, rounds=20):
     return [
         {
             "bench": "sweep", "direction": direction, "dtype": dtype, "method": m,
-            "provider": bench._provider(m), "p50_us": t, "size": 1 << 26, "threads": threads,
-            "out_mode": "out", "rounds": rounds, "run": "r", "program": "cells",
+            "provider": bench_variants._provider(m), "p50_us": t, "size": 1 << 26,
+            "threads": threads, "out_mode": "out", "rounds": rounds, "run": "r",
+            "program": "cells",
         }
         for m, t in (("turbogelu", tg), (limit, lim))
     ]  # fmt: skip
@@ -640,8 +650,8 @@ def test_cli_alone_check(tmp_path):
 
 def _main(*argv: str) -> int:
     p = argparse.ArgumentParser()
-    bench.add_arguments(p)
-    return bench.main(p.parse_args(["--no-progress", "--out", "-", *argv]))
+    bench_cli.add_arguments(p)
+    return bench_cli.main(p.parse_args(["--no-progress", "--out", "-", *argv]))
 
 
 def test_cli_errors(capsys):
@@ -664,8 +674,8 @@ def test_cli_errors(capsys):
 
 def test_add_arguments_defaults():
     p = argparse.ArgumentParser()
-    bench.add_arguments(p)
+    bench_cli.add_arguments(p)
     args = p.parse_args([])
     assert args.size == 1 << 20 and args.direction == "both" and args.device == "cpu"
     assert args.out == "results/bench.jsonl" and args.parts == "protocol,sweep,degree"
-    assert bench._int_list("64K,1M,2:4") == [65536, 1 << 20, 2, 3, 4]
+    assert bench_cli._int_list("64K,1M,2:4") == [65536, 1 << 20, 2, 3, 4]

@@ -351,8 +351,8 @@ def test_defaults_table_made_the_committed_specs(mode):
 
 # Where the exact spec's R may still be written besides spec.DEFAULTS, and why.
 R_COPIES = {
-    "experiments/bench.py": "imported by the CLI parser, which must not import numpy; checked "
-    "equal to the table below",
+    "experiments/bench_variants.py": "imported by the CLI parser, which must not import numpy;"
+    " checked equal to the table below",
     "experiments/sweep.py": "its docstring's example of a sweep file",
     "experiments/sweeps/default.json": "a grid of R values, the shipped one among them",
     "tests/test_sweep.py": "sweep grids of the tests",

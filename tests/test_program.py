@@ -3,7 +3,7 @@
 The default ("auto") is the cells program on the AVX-512 instruction sets (its lookups are one
 two-table permute) and the degree-8 polynomial on AVX2 and scalar code. ``TURBOGELU_CPU_KERNEL``
 and ``turbogelu.ops.use_cpu_kernel`` force either. What each program computes is tested in
-test_ops.py (the polynomial) and test_cells.py (cells); here: the choice, the report of it, and
+test_ops*.py (the polynomial) and test_cells.py (cells); here: the choice, the report of it, and
 that the default computes exactly the bits of the program it names.
 """
 
