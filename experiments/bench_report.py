@@ -21,7 +21,6 @@ No torch and no matplotlib at import.
 from __future__ import annotations
 
 import csv
-import json
 import re
 import statistics
 from collections import defaultdict
@@ -54,7 +53,7 @@ PROTOCOL_ORDER = (
 
 def load(path: str | Path, run: str | None = "last") -> list[dict]:
     """The rows of ``path``: of its last run (``run="last"``), of one run id, or all (None)."""
-    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    rows = records.read_jsonl(path)
     if run is None or not rows:
         return rows
     if run == "last":

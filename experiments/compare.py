@@ -182,7 +182,7 @@ def _machine(results_dir: Path) -> str:
         if not path.is_file():
             continue
         try:
-            m = json.loads(path.read_text()).get("machine")
+            m = records.read_json(path).get("machine")
         except (json.JSONDecodeError, AttributeError):
             continue
         if isinstance(m, dict) and m.get("cpu"):
@@ -208,7 +208,7 @@ def load_tolerances(mode: str, path: Path = TOLERANCE_FILE) -> dict[str, float]:
     the file or the mode is absent."""
     if not Path(path).is_file():
         return {}
-    data = json.loads(Path(path).read_text())
+    data = records.read_json(path)
     return {k: float(v["tolerance"]) for k, v in data.get(mode, {}).get("figures", {}).items()}
 
 
@@ -320,7 +320,7 @@ def _compared_files(results_dir: Path) -> list[str]:
     """The files ``collect`` reads (bench.jsonl handled apart)."""
     out = []
     for path in sorted(results_dir.glob("*.json")):
-        data = json.loads(path.read_text())
+        data = records.read_json(path)
         if path.stem in ("table2",) or path.stem.startswith("accuracy_"):
             out.append(path.name)
         elif isinstance(data, dict) and isinstance(data.get("figures"), dict):

@@ -39,7 +39,6 @@ import contextlib
 import copy
 import dataclasses
 import datetime
-import json
 import math
 import re
 import sys
@@ -621,4 +620,4 @@ def meta(config: Config, command: str | None = None, **extra) -> dict:
 
 
 def load_json(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text())
+    return records.read_json(path)

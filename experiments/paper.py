@@ -43,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import records
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "paper" / "paper.md"
 RESULTS = ROOT / "results"
@@ -136,7 +138,7 @@ def _sweep_front(results: _Results) -> str:
 
     base = results.root / "sweeps" / sweep_name(results.quick)
     try:
-        front = json.loads((base / "front.json").read_text())["front"]
+        front = records.read_json(base / "front.json")["front"]
         rows = {r["id"]: r for r in csv.DictReader((base / "table.csv").open())}
     except FileNotFoundError as exc:
         raise Missing(f"{exc.filename} (no sweep wrote it)") from None

@@ -15,6 +15,7 @@ called).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -214,6 +215,34 @@ def write_jsonl(
     new = "".join(json.dumps(jsonable({**r, **common})) + "\n" for r in records)
     old = path.read_text() if append and path.is_file() else ""
     return write_atomic(path, old + new)
+
+
+def read_json(path: str | Path):
+    """The JSON value in ``path``; a missing, unreadable or malformed file is an error that
+    names it (a FileNotFoundError, or a ValueError with the parser's line and column)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_jsonl(path: str | Path) -> list:
+    """The values of a JSON-lines file (blank lines skipped); a bad line is a ValueError
+    naming the file and the line."""
+    path = Path(path)
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: not valid JSON ({exc})") from None
+    return rows
 
 
 # ---------------------------------------------------------------- statistics and figures

@@ -372,7 +372,7 @@ def _run_points(nb: Path, d: Path, todo: list, jobs: int, quick: bool, log) -> l
 def read_records(paths) -> list[dict]:
     rows = []
     for p in paths:
-        rec = json.loads(Path(p).read_text())
+        rec = records.read_json(p)
         rec["id"] = Path(p).stem
         rows.append(rec)
     return rows

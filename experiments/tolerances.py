@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import itertools
-import json
 import math
 import os
 import shlex
@@ -220,7 +219,7 @@ def main(argv=None) -> int:
         )
         return 1
     figs = differences(runs)
-    data = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    data = records.read_json(args.out) if args.out.is_file() else {}
     data["about"] = (
         "Tolerances of the comparison's numerics figures (experiments/compare.py): per figure "
         "twice the largest difference measured between runs under different instruction sets "

@@ -92,3 +92,21 @@ def test_machine_and_git_revision():
     assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", commit)
     assert commit.startswith(describe.removesuffix("-dirty").rsplit("-g", 1)[-1])
     assert describe.endswith("-dirty") == commit.endswith("+dirty")
+
+
+def test_reading_names_the_file_at_fault(tmp_path):
+    """JSON errors named no file: the message now says which, and where in it."""
+    good = records.write_json(tmp_path / "good.json", {"a": [1, 2]})
+    assert records.read_json(good) == {"a": [1, 2]}
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": [1, 2}\n')
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(bad))}: not valid JSON \(.*line 1"):
+        records.read_json(bad)
+    with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path / "missing.json"))):
+        records.read_json(tmp_path / "missing.json")
+    lines = tmp_path / "rows.jsonl"
+    lines.write_text('{"a": 1}\n\n{"a": 2\n')
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(lines))}:3: not valid JSON"):
+        records.read_jsonl(lines)
+    lines.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert records.read_jsonl(lines) == [{"a": 1}, {"a": 2}]
