@@ -46,18 +46,18 @@ from . import spec as specmod
 from .replay import fma32
 
 F32 = np.float32
-SPEC_DIR = specmod.SPEC_DIR / "cells"
+SPEC_DIR = specmod.SPEC_DIR / specmod.SCHEMAS["cells"].folder
 SCHEMA_VERSION = 1
-MODES = ("none", "tanh")
+MODES = specmod.MODES
 PARTS = specmod.PARTS  # forward, backward_direct, backward_matched
-CELLS = 32  # one vpermt2ps table: the low 5 bits of the index
+DEGREE = specmod.CELLS_TABLE_SHAPE[0] - 1  # a cubic per cell
+CELLS = specmod.CELLS_TABLE_SHAPE[1]  # one vpermt2ps table: the low 5 bits of the index
 CENTER = 16  # x = 0 is the centre of this cell
-DEGREE = 3
 MAGIC = 1.5 * 2.0**23  # float32 values in [2^23, 2^24) are the integers
-R_DEFAULT = 5.0  # where the tails begin; x*Phi(-x) at 5: 1.4e-6
+R_DEFAULT = specmod.CELLS_TAILS_FROM  # where the tails begin
 POINTS = 513  # LP points per cell
 PAD = 0.01  # each cell's fit interval is widened by this fraction of its width, each side
-COMMAND = "python -m turbogelu.approx.cells"
+COMMAND = specmod.SCHEMAS["cells"].command
 
 
 def design(r: float = R_DEFAULT) -> dict:
@@ -262,36 +262,15 @@ def build_spec(mode: str, r: float = R_DEFAULT) -> dict:
 
 
 def spec_path(mode: str) -> Path:
-    return SPEC_DIR / f"gelu_{mode}.json"
+    return specmod.spec_path(mode, "cells")
 
 
 def dumps(spec: dict) -> str:
-    return json.dumps(spec, indent=1) + "\n"
+    return specmod.dumps(spec, "cells")
 
 
 def load(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"cells spec {path} does not exist ({COMMAND} writes it)")
-    try:
-        spec = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"cells spec {path} is not valid JSON: {e}") from None
-    try:
-        if spec["kind"] != "cells":
-            raise ValueError(f"kind is {spec['kind']!r}")
-        for name in PARTS:
-            table = part_values(spec[name])["table"]  # parses every hex value too
-            if table.shape != (DEGREE + 1, CELLS):
-                raise ValueError(f"{name}.table is {table.shape}, not {(DEGREE + 1, CELLS)}")
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"cells spec {path} is malformed (not a cells spec?): {e!r}") from e
-    return spec
-
-
-def load_all(spec_dir: Path | None = None) -> dict[str, dict]:
-    folder = SPEC_DIR if spec_dir is None else Path(spec_dir)
-    return {mode: load(folder / spec_path(mode).name) for mode in MODES}
+    return specmod.load(path, "cells")
 
 
 def main(argv: list[str] | None = None) -> int:

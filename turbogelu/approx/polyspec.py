@@ -263,7 +263,7 @@ class PolySpec:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2) + "\n"
+        return spec.dumps(self.to_dict(), "packed")  # the packed specs are PolySpec documents
 
     @classmethod
     def from_dict(cls, d: dict) -> PolySpec:
