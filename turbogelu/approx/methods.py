@@ -21,8 +21,8 @@ Methods (float64, vectorized numpy / scipy):
   fit on a dense grid (``fit._solve_irls``);
 * ``endpoint_ls``: least squares subject to ``p(a) = f(a)`` and ``p(b) = f(b)`` exactly;
 * ``remez``: the continuous minimax fit by the second Remez (multi-point exchange) algorithm;
-* ``round_to_format`` / ``neighbours`` / ``search_rounded``: coefficients rounded to
-  float32 / float16 / bfloat16, then improved by a deterministic search over neighbouring
+* ``neighbours`` / ``search_rounded``: coefficients rounded to float32 / float16 / bfloat16
+  (``rounding.round_to_format``), then improved by a deterministic search over neighbouring
   representable values;
 * ``sollya_fpminimax``: an optional control, Sollya's ``fpminimax`` run as an external program
   (only when the ``sollya`` binary is installed; its figures are a cross-check, never an
@@ -33,7 +33,6 @@ No torch here: the package stays pure numpy / scipy / mpmath.
 
 from __future__ import annotations
 
-import functools
 import math
 import shutil
 import subprocess
@@ -647,79 +646,24 @@ def remez(
 
 # ---------------------------------------------------------------- coefficient rounding
 
-ROUNDING_FORMATS = ("float64", "float32", "float16", "bfloat16")
-
-
-def _check_fmt(fmt: str) -> str:
-    if fmt not in ROUNDING_FORMATS:
-        raise ValueError(f"fmt must be one of {ROUNDING_FORMATS}, got {fmt!r}")
-    return fmt
-
-
-def round_to_format(values, fmt: str) -> np.ndarray:
-    """float64 values rounded to nearest (ties to even) in ``fmt``, as float64 (exact).
-
-    ``fmt``: 'float64' (the values themselves), 'float32', 'float16' or 'bfloat16', with
-    subnormals and overflow to infinity. One correct rounding from float64, no double
-    rounding: float16 and bfloat16 go through float32 rounded *to odd* (``rounding.round_to``),
-    which then rounds correctly to the narrower format (float32 has at least 2 more bits).
-    """
-    x = np.asarray(values, dtype=np.float64)
-    if _check_fmt(fmt) == "float64":
-        return x.copy()
-    return rounding.round_to(x, fmt)
-
-
-_F64_MAG_MAX = 0x7FEFFFFFFFFFFFFF  # bits of the largest finite float64
-
-
-def _to_ordered(x: np.ndarray, fmt: str) -> np.ndarray:
-    """Representable values -> ordered integers (consecutive values differ by 1; +-0 -> 0)."""
-    if fmt == "float64":
-        bits = x.view(np.int64)
-        mag = bits & np.int64(0x7FFFFFFFFFFFFFFF)
-        return np.where(bits < 0, -mag, mag)
-    f = rounding.get_format(fmt)
-    bits = rounding.to_bits(x, f)
-    mag = bits & ((1 << (f.bits - 1)) - 1)
-    return np.where((bits >> (f.bits - 1)) & 1 == 1, -mag, mag)
-
-
-def _from_ordered(o: np.ndarray, fmt: str) -> np.ndarray:
-    if fmt == "float64":
-        mag = np.abs(o)
-        bits = np.where(o < 0, mag | np.int64(-0x8000000000000000), mag)
-        return bits.astype(np.int64).view(np.float64)
-    f = rounding.get_format(fmt)
-    bits = np.where(o < 0, np.abs(o) | (1 << (f.bits - 1)), o)
-    return rounding.from_bits(bits, f)
-
-
-@functools.cache
-def _max_ordered(fmt: str) -> int:
-    """Ordered index of the largest finite value (cached: the search asks per candidate)."""
-    if fmt == "float64":
-        return _F64_MAG_MAX
-    return int(_to_ordered(np.array([rounding.max_finite(fmt)]), fmt)[0])
-
 
 def neighbours(value: float, fmt: str, k: int) -> np.ndarray:
     """The finite values of ``fmt`` within ``k`` ulps (steps) of ``value``, increasing.
 
-    Centred on ``round_to_format(value, fmt)`` (``value`` itself when representable):
+    Centred on ``rounding.round_to_format(value, fmt)`` (``value`` itself when representable):
     ``2k + 1`` values, fewer at the ends of the finite range; +0 and -0 count as one value.
     """
-    _check_fmt(fmt)
+    rounding.check_rounding_format(fmt)
     k = int(k)
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    center = round_to_format(np.array([float(value)]), fmt)
+    center = rounding.round_to_format(np.array([float(value)]), fmt)
     if not np.isfinite(center[0]):
         raise ValueError(f"{value!r} does not round to a finite {fmt} value")
-    o = int(_to_ordered(center, fmt)[0])
-    top = _max_ordered(fmt)
+    o = int(rounding.to_ordered(center, fmt)[0])
+    top = rounding.max_ordered(fmt)
     steps = np.arange(max(o - k, -top), min(o + k, top) + 1, dtype=np.int64)
-    return _from_ordered(steps, fmt) + 0.0  # -0.0 -> +0.0
+    return rounding.from_ordered(steps, fmt) + 0.0  # -0.0 -> +0.0
 
 
 @dataclass
@@ -776,7 +720,7 @@ def search_rounded(
 ) -> RoundedSearch:
     """Coefficients representable in ``fmt``, near ``coeffs``, with a small max error.
 
-    Starts from ``round_to_format(coeffs, fmt)``, then descends greedily over neighbouring
+    Starts from ``rounding.round_to_format(coeffs, fmt)``, then descends greedily over neighbouring
     representable values: each round first tries, for every coefficient in turn, the values
     within ``radius`` ulps of its current value (the best strictly improving one is taken,
     coefficient by coefficient); when a whole sweep improves nothing and ``pairs`` is set,
@@ -792,8 +736,8 @@ def search_rounded(
     the grid errors are computed in the same order whatever the batch. Never worse than plain
     rounding (``max_error <= initial_error``).
     """
-    fmt = _check_fmt(fmt)
-    c0 = round_to_format(np.asarray(coeffs, np.float64).reshape(-1), fmt)
+    fmt = rounding.check_rounding_format(fmt)
+    c0 = rounding.round_to_format(np.asarray(coeffs, np.float64).reshape(-1), fmt)
     if not np.all(np.isfinite(c0)):
         raise ValueError(f"coefficients overflow {fmt}")
     radius = int(radius)
@@ -829,10 +773,10 @@ def search_rounded(
     rounds = 0
 
     def shifted(value: float, d: int) -> float | None:
-        o = int(_to_ordered(np.array([value]), fmt)[0]) + d
-        if abs(o) > _max_ordered(fmt):
+        o = int(rounding.to_ordered(np.array([value]), fmt)[0]) + d
+        if abs(o) > rounding.max_ordered(fmt):
             return None
-        return float(_from_ordered(np.array([o], np.int64), fmt)[0]) + 0.0
+        return float(rounding.from_ordered(np.array([o], np.int64), fmt)[0]) + 0.0
 
     for _ in range(max_rounds):
         improved = False
@@ -945,7 +889,7 @@ def sollya_fpminimax(
 
     ``expr``: a Sollya expression in the free variable ``x`` (e.g. ``"exp(x)"``,
     ``"x*erfc(-x/sqrt(2))/2 - x/2"``); ``degrees``: the monomials; ``formats``: one format
-    for all or one per degree, each a name of ``ROUNDING_FORMATS`` (bfloat16 becomes a
+    for all or one per degree, each a name of ``rounding.ROUNDING_FORMATS`` (bfloat16 becomes a
     precision of 8 bits), a Sollya format token (``"DD"``) or an int (bits of precision);
     ``error``: 'absolute' or 'relative'; ``point``: 'floating' or 'fixed' (fixed: the formats are
     numbers of fractional bits); ``prec``: Sollya's working precision in bits. A part fixed

@@ -179,37 +179,13 @@ LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance
 SAFETY = 1.0 + 1e-9
 
 
-# ---------------------------------------------------------------- format helpers
-
-
-def _ordered(values, fmt: str) -> np.ndarray:
-    """Ordered integers of fmt values: consecutive values differ by 1, +0 = -0 = 0."""
-    f = rounding.get_format(fmt)
-    b = rounding.to_bits(values, fmt)
-    mag = b & ((1 << (f.bits - 1)) - 1)
-    return np.where((b >> (f.bits - 1)) & 1 == 1, -mag, mag)
-
-
-def _max_ordered(fmt: str) -> int:
-    return int(_ordered(np.array([rounding.max_finite(fmt)]), fmt)[0])
-
-
-def _from_ordered(j, fmt: str) -> np.ndarray:
-    """fmt values of ordered integers (|j| = max + 1 is infinity)."""
-    f = rounding.get_format(fmt)
-    j = np.asarray(j, np.int64)
-    mag = np.minimum(np.abs(j), _max_ordered(fmt) + 1)
-    return rounding.from_bits(np.where(j < 0, (1 << (f.bits - 1)) | mag, mag), fmt)
+# ---------------------------------------------------------------- acceptable outputs
 
 
 def _step32(v, up: bool) -> np.ndarray:
     """The float32 neighbour above (below) float32 values v, as float64."""
     v = np.asarray(v, F64).astype(F32)
     return np.nextafter(v, F32(np.inf) if up else F32(-np.inf)).astype(F64)
-
-
-def _ulp32(v) -> np.ndarray:
-    return rounding.ulp_of(v, "float32")
 
 
 def rounding_interval(cr, fmt: str, k: int):
@@ -224,14 +200,14 @@ def rounding_interval(cr, fmt: str, k: int):
     tie there rounds to infinity, which is even); an acceptable infinity makes the end
     infinite.
     """
-    o = _ordered(cr, fmt)
-    top = _max_ordered(fmt)
-    top_mid = rounding.max_finite(fmt) + 0.5 * float(rounding.ulp_of(rounding.max_finite(fmt), fmt))
+    o = rounding.to_ordered(cr, fmt)
+    top = rounding.max_ordered(fmt)
+    top_mid = rounding.overflow_threshold(fmt)
     out = []
     for sign in (-1, 1):
         j_in = o + sign * k
         j_out = j_in + sign
-        a, b = _from_ordered(j_in, fmt), _from_ordered(j_out, fmt)
+        a, b = rounding.from_ordered(j_in, fmt), rounding.from_ordered(j_out, fmt)
         with np.errstate(invalid="ignore"):
             mid = np.where(np.abs(j_out) > top, np.copysign(top_mid, b), 0.5 * (a + b))
         mid = np.where(np.abs(j_in) > top, sign * np.inf, mid)
@@ -285,7 +261,7 @@ def exclusion_classes(x, cr, exact, fmt: str, criterion: str, f_mp, near_tie_ulp
       ``near_tie_ulps`` * ulp32(x/2) of an end of the acceptable interval.
     """
     x = np.asarray(x, F64)
-    tail = (x < 0) & (_ulp32(0.5 * x) > rounding.ulp_of(cr, fmt))
+    tail = (x < 0) & (rounding.ulp_of(0.5 * x, "float32") > rounding.ulp_of(cr, fmt))
     mlo, mhi, _, _ = rounding_interval(cr, fmt, CRITERIA[criterion])
     with np.errstate(invalid="ignore"):
         dist = np.minimum(np.abs(exact - mlo), np.abs(mhi - exact))
@@ -294,7 +270,7 @@ def exclusion_classes(x, cr, exact, fmt: str, criterion: str, f_mp, near_tie_ulp
     for i in np.flatnonzero(~tail & (dist <= 1e-12 * scale)):
         mid = float(mlo[i]) if abs(exact[i] - mlo[i]) <= abs(mhi[i] - exact[i]) else float(mhi[i])
         tie[i] = _is_tie(f_mp, float(x[i]), mid)
-    near = ~tail & ~tie & (dist < near_tie_ulps * _ulp32(0.5 * x))
+    near = ~tail & ~tie & (dist < near_tie_ulps * rounding.ulp_of(0.5 * x, "float32"))
     return {"tail": tail, "tie": tie, "near_tie": near}
 
 
@@ -396,7 +372,7 @@ def problem(
 def _scale(family: str, fit_interval: float) -> float:
     var, _ = FAMILIES[family]
     end = fit_interval if var == "u" else fit_interval**2
-    return float(polyspec.round_fmt(2.0 / end, "float32"))
+    return float(rounding.round_to_format(2.0 / end, "float32"))
 
 
 def _program_parts(x32: np.ndarray, family: str, scale: float):
@@ -998,12 +974,8 @@ def _score(v: np.ndarray):
 
 def _ulp_steps(c: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """float32 values ``steps`` (integer array, same leading shape) ulps away from c."""
-    c = np.asarray(c, F32)
-    b = c.view(np.int32).astype(np.int64)
-    o = np.where(b < 0, -(b & 0x7FFFFFFF), b)  # ordered
-    o = o[:, None] + steps
-    nb = np.where(o < 0, (-o) | np.int64(-(1 << 31)), o).astype(np.int64)
-    return nb.astype(np.int32).view(F32)
+    o = rounding.to_ordered(np.asarray(c, F32), "float32")
+    return rounding.from_ordered(o[:, None] + steps, "float32").astype(F32)
 
 
 def _search(
@@ -1101,8 +1073,10 @@ def find_feasible(
             if ak is None:
                 break
             a = ak
-            fixed[k] = float(polyspec.round_fmt(M[k] @ a, "float32"))
-        c32 = polyspec.round_fmt(np.array([fixed.get(k, M[k] @ a) for k in range(n)]), "float32")
+            fixed[k] = float(rounding.round_to_format(M[k] @ a, "float32"))
+        c32 = rounding.round_to_format(
+            np.array([fixed.get(k, M[k] @ a) for k in range(n)]), "float32"
+        )
         c32, t = _search(W, c32, seed=seed + rnd_i)
         tried += t
         out = replay32(prob.x32, c32, family, s, prob.clamp)

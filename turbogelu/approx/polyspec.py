@@ -47,18 +47,11 @@ import numpy as np
 
 from . import rounding, spec, targets
 
-FMTS = ("float64", "float32", "float16", "bfloat16")
 VARIABLES = ("u", "y")
 PROGRAMS = ("generic", "turbogelu")
 SCHEMES = ("horner", "estrin")
 JSON_KIND = "turbogelu.polyspec"
 JSON_VERSION = 1
-
-
-def round_fmt(values, fmt: str) -> np.ndarray:
-    """float64 values rounded to nearest even in ``fmt`` (float64 itself: unchanged)."""
-    v = np.asarray(values, np.float64)
-    return v if fmt == "float64" else rounding.round_to(v, fmt)
 
 
 def _hex(v: float, fmt: str) -> str:
@@ -100,8 +93,7 @@ class PolySpec:
         object.__setattr__(self, "meta", dict(self.meta))
         if self.variable not in VARIABLES:
             raise ValueError(f"variable must be one of {VARIABLES}, got {self.variable!r}")
-        if self.fmt not in FMTS:
-            raise ValueError(f"fmt must be one of {FMTS}, got {self.fmt!r}")
+        rounding.check_rounding_format(self.fmt)
         if self.program not in PROGRAMS:
             raise ValueError(f"program must be one of {PROGRAMS}, got {self.program!r}")
         if not (isinstance(self.factor, int) and 0 <= self.factor <= 8):
@@ -111,8 +103,12 @@ class PolySpec:
         if len(coeffs) != self.degree + 1:
             raise ValueError(f"degree {self.degree} needs {self.degree + 1} coefficients")
         c = np.array(coeffs)
-        if not np.all(np.isfinite(c)) or not np.all(round_fmt(c, self.fmt) == c):
-            bad = [v for v in coeffs if not (math.isfinite(v) and round_fmt(v, self.fmt) == v)]
+        if not np.all(np.isfinite(c)) or not np.all(rounding.round_to_format(c, self.fmt) == c):
+            bad = [
+                v
+                for v in coeffs
+                if not (math.isfinite(v) and rounding.round_to_format(v, self.fmt) == v)
+            ]
             raise ValueError(f"coefficient(s) not finite values of {self.fmt}: {bad[:3]}")
         if not (0 < self.fit_interval < math.inf):
             raise ValueError(f"fit_interval must be positive and finite, got {self.fit_interval}")
@@ -140,7 +136,7 @@ class PolySpec:
         if not self.shift:
             return None
         end = self.fit_interval if self.variable == "u" else self.fit_interval**2
-        return float(round_fmt(2.0 / end, self.fmt))
+        return float(rounding.round_to_format(2.0 / end, self.fmt))
 
     def poly_variable(self, u) -> np.ndarray:
         """t(u): v = u or u^2, then z = v * scale - 1 with shift (float64)."""
@@ -237,7 +233,7 @@ class PolySpec:
         fmt = changes.get("fmt", self.fmt)
         c = np.asarray(coefficients, np.float64)
         if round_to_fmt:
-            c = round_fmt(c, fmt)
+            c = rounding.round_to_format(c, fmt)
         return dataclasses.replace(
             self, coefficients=tuple(float(v) for v in c), degree=len(c) - 1, **changes
         )
@@ -297,13 +293,6 @@ class PolySpec:
 # ---------------------------------------------------------------- rounded arithmetic
 
 
-@functools.cache
-def _overflow(fmt: str) -> tuple[float, float]:
-    """The largest finite value of ``fmt`` and the midpoint above it (rounds to infinity)."""
-    top = rounding.max_finite(fmt)
-    return top, top + 0.5 * float(rounding.ulp_of(top, fmt))
-
-
 def _round_sum(p, c, fmt: str) -> np.ndarray:
     """RN_fmt(p + c) for float64 arrays p, c, rounded once (fmt narrower than float64).
 
@@ -323,14 +312,18 @@ def _round_sum(p, c, fmt: str) -> np.ndarray:
         s = p + c
         bb = s - p
         e = (p - (s - bb)) + (c - bb)  # TwoSum: p + c = s + e exactly (finite values)
-        r = round_fmt(s, fmt)
+        r = rounding.round_to_format(s, fmt)
         other = 2.0 * s - r  # exact: the neighbour of r across s, if s is their midpoint
         inexact = (e != 0) & np.isfinite(e)
-        mid = inexact & np.isfinite(r) & (other != r) & (round_fmt(other, fmt) == other)
+        mid = (
+            inexact
+            & np.isfinite(r)
+            & (other != r)
+            & (rounding.round_to_format(other, fmt) == other)
+        )
         out = np.where(mid & ((e > 0) == (other > r)), other, r)
-        top, top_mid = _overflow(fmt)
-        under = inexact & (np.abs(s) == top_mid) & ((e > 0) != (s > 0))
-        return np.where(under, np.copysign(top, s), out)
+        under = inexact & (np.abs(s) == rounding.overflow_threshold(fmt)) & ((e > 0) != (s > 0))
+        return np.where(under, np.copysign(rounding.max_finite(fmt), s), out)
 
 
 class _Arith:
@@ -349,7 +342,7 @@ class _Arith:
         self.fmt, self.fused, self.counts = fmt, fused, Counter()
 
     def round(self, v) -> np.ndarray:
-        return round_fmt(v, self.fmt)
+        return rounding.round_to_format(v, self.fmt)
 
     def mul(self, a, b):
         self.counts["mul"] += 1
