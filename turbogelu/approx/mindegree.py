@@ -891,20 +891,29 @@ def prove_infeasible(prob: Problem, family: str, fit_interval: float, degree: in
 # ---------------------------------------------------------------- the float32 program
 
 
+def family_program(coeffs, family: str, scale: float, clamp: float) -> replay.Program:
+    """The family's float32 program (module docstring) as ``replay`` runs it: u = |x|,
+    y = fl(u*u), z = fma(v, scale, -1), P(z) by Horner with FMA, out = fma(m, P, fl(x/2)) for
+    |x| <= clamp, ReLU (x or -0.0) beyond; v = m = y (even family) or u (full family). The
+    "generic" order of the matching PolySpec."""
+    var, factor = FAMILIES[family]
+    return replay.Program(
+        coefficients=tuple(coeffs),
+        reduction="x/2 + even",
+        parity="even",
+        variable=var,
+        factor=factor,
+        scale=scale,
+        clamp=clamp,
+        asymptote=targets.ASYMPTOTES["relu"],
+    )
+
+
 def replay32(x32, coeffs, family: str, scale: float, clamp: float) -> np.ndarray:
-    """The program in float32 (replay.fma32): u = |x|, y = fl(u*u), z = fma(v, scale, -1),
-    P(z) by Horner with FMA, out = fma(m, P, fl(x/2)) for |x| <= clamp, ReLU (x or -0.0)
-    beyond; m = y (even family) or u (full family). Equals polyspec.replay of the matching
+    """The program in float32 at the inputs ``x32``. Equals polyspec.replay of the matching
     PolySpec bit for bit (tests/test_mindegree.py)."""
-    x = np.asarray(x32, F32)
-    u = np.abs(x)
-    with np.errstate(over="ignore", invalid="ignore"):
-        y = (u * u).astype(F32)
-        v = y if family == "even" else u
-        z = replay.fma32(v, F32(scale), F32(-1.0))
-        p = replay.poly32(z, [F32(c) for c in coeffs])
-        out = replay.fma32(v, p, (x * F32(0.5)).astype(F32))
-    return np.where(u > F32(clamp), np.where(x > 0, x, F32(-0.0)), out).astype(F32)
+    prog = family_program(coeffs, family, scale, clamp)
+    return replay.run(prog, np.asarray(x32, F32)).astype(F32)
 
 
 def check(prob: Problem, out32) -> dict:
@@ -957,9 +966,7 @@ def _violations(W: dict, sel, C) -> np.ndarray:
     z = W["z"][sel][:, None]
     C = np.asarray(C, F32)
     with np.errstate(over="ignore", invalid="ignore"):
-        p = np.broadcast_to(C[-1][None, :], (z.shape[0], C.shape[1]))
-        for k in range(C.shape[0] - 2, -1, -1):
-            p = replay.fma32(p, z, C[k][None, :])
+        p = replay.poly32(z, [row[None, :] for row in C])
         o = replay.fma32(W["m"][sel][:, None], p, W["h"][sel][:, None]).astype(F64)
         lo, hi = W["lo"][sel][:, None], W["hi"][sel][:, None]
         width = np.maximum(hi - lo, 1e-300)
