@@ -41,9 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import reference
+from . import reference, replay
 from . import spec as specmod
-from .replay import fma32
 
 F32 = np.float32
 SPEC_DIR = specmod.SPEC_DIR / specmod.SCHEMAS["cells"].folder
@@ -135,7 +134,7 @@ def _clamped(x, clamp):
 
 def cell_index(xi, scale, offset) -> np.ndarray:
     """The kernels' cell number: the low 5 bits of fma(xi, scale, offset)."""
-    s = fma32(xi, F32(scale), F32(offset))
+    s = replay.fma32(xi, F32(scale), F32(offset))
     return (s.view(np.int32) & (CELLS - 1)).astype(np.intp)
 
 
@@ -143,11 +142,7 @@ def eval32(xi, table: np.ndarray, scale, offset) -> np.ndarray:
     xi = np.asarray(xi, F32)
     k = cell_index(xi, scale, offset)
     t = np.asarray(table, F32)
-    with np.errstate(invalid="ignore", over="ignore"):
-        p = t[DEGREE][k]
-        for j in range(DEGREE - 1, -1, -1):
-            p = fma32(p, xi, t[j][k])
-    return p
+    return replay.poly32(xi, [row[k] for row in t])  # each lane's own cubic, by Horner
 
 
 def forward32(x, cells: dict) -> np.ndarray:
@@ -176,9 +171,7 @@ def _eval64(x, cells: dict):
         s = np.rint(xi * float(cells["scale"]) + CENTER)  # exact near the cell edges
         k = np.where(np.isnan(s), 0, s).astype(np.int64) & (CELLS - 1)
         t = np.asarray(cells["table"], np.float64)
-        p = t[DEGREE][k]
-        for j in range(DEGREE - 1, -1, -1):
-            p = p * xi + t[j][k]
+        p = replay.poly(replay.Arith("float64", fused=False), xi, [row[k] for row in t])
     return xc, p
 
 
