@@ -20,6 +20,20 @@ from .linear_form import (
 )
 
 
+def _ls_system(basis: Basis, f: Target, a: float, b: float, points: int, weights, kind: str):
+    """``(u, sqrt(W) B, sqrt(W) y)`` on the sample points: the system both least-squares
+    methods solve (``weights`` as ``least_squares`` takes them)."""
+    u = sample_points(a, b, points, kind)
+    B, y = eval_basis(basis, u), eval_target(f, u)
+    if weights is not None:
+        w = np.asarray(weights(u) if callable(weights) else weights, np.float64).reshape(-1)
+        if w.shape != u.shape or not np.all(np.isfinite(w) & (w >= 0)):
+            raise ValueError(f"weights must be {u.shape[0]} finite values >= 0")
+        sw = np.sqrt(w)
+        B, y = B * sw[:, None], y * sw
+    return u, B, y
+
+
 def least_squares(
     basis: Basis,
     f: Target,
@@ -38,14 +52,7 @@ def least_squares(
     (A minimax error scale ``s(u)`` corresponds to ``w = 1 / s^2``.) Solved as
     ``min ||sqrt(W) (B c - y)||_2`` by SVD (``numpy.linalg.lstsq``) with equilibrated columns.
     """
-    u = sample_points(a, b, points, kind)
-    B, y = eval_basis(basis, u), eval_target(f, u)
-    if weights is not None:
-        w = np.asarray(weights(u) if callable(weights) else weights, np.float64).reshape(-1)
-        if w.shape != u.shape or not np.all(np.isfinite(w) & (w >= 0)):
-            raise ValueError(f"weights must be {u.shape[0]} finite values >= 0")
-        sw = np.sqrt(w)
-        B, y = B * sw[:, None], y * sw
+    _, B, y = _ls_system(basis, f, a, b, points, weights, kind)
     return lstsq(B, y)
 
 
@@ -113,14 +120,7 @@ def endpoint_ls(
     accepted when consistent (the redundant constraint is dropped), else ``ValueError``. With
     ``m = rank(C)`` the result is the interpolant.
     """
-    u = sample_points(a, b, points, kind)
-    B, y = eval_basis(basis, u), eval_target(f, u)
-    if weights is not None:
-        w = np.asarray(weights(u) if callable(weights) else weights, np.float64).reshape(-1)
-        if w.shape != u.shape or not np.all(np.isfinite(w) & (w >= 0)):
-            raise ValueError(f"weights must be {u.shape[0]} finite values >= 0")
-        sw = np.sqrt(w)
-        B, y = B * sw[:, None], y * sw
+    u, B, y = _ls_system(basis, f, a, b, points, weights, kind)
     B_scale = float(np.max(np.abs(eval_basis(basis, u))))
     f_scale = max(float(np.max(np.abs(eval_target(f, u)))), np.finfo(np.float64).tiny)
     ends, C_all, d_all, vanishing = endpoint_constraints(basis, f, a, b, B_scale)
