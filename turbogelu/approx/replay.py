@@ -153,8 +153,9 @@ def fma_in(a, b, c, fmt: str) -> np.ndarray:
 def fma32(a, b, c) -> np.ndarray:
     """Correctly rounded float32 fused multiply-add of float32 arrays (``fma_in`` in float32:
     a*b is exact in float64, and the sum is rounded once)."""
-    a, b, c = (np.asarray(v, F32).astype(F64) for v in (a, b, c))
-    return fma_in(a, b, c, "float32").astype(F32)
+    with np.errstate(invalid="ignore"):  # casts of signalling NaNs (quieted, as the FMA does)
+        a, b, c = (np.asarray(v, F32).astype(F64) for v in (a, b, c))
+        return fma_in(a, b, c, "float32").astype(F32)
 
 
 # ---------------------------------------------------------------- the polynomial
@@ -189,7 +190,8 @@ def poly32(z, coeffs, scheme: str = "horner") -> np.ndarray:
     coefficient may be a row of values broadcast against ``z``)."""
     ar = Arith("float32")
     c = [ar.round(v) for v in coeffs]
-    return poly(ar, np.asarray(z, F32).astype(F64), c, scheme).astype(F32)
+    with np.errstate(invalid="ignore"):  # casts of signalling NaNs
+        return poly(ar, np.asarray(z, F32).astype(F64), c, scheme).astype(F32)
 
 
 # ---------------------------------------------------------------- programs
