@@ -7,7 +7,7 @@ residual ``targets.TARGETS[target].residual`` on ``u`` in ``[0, L_i]`` in the ba
 
 * ``"ls"`` / ``"irls"`` / ``"endpoint-ls"`` / ``"remez"``: ``methods.least_squares`` /
   ``irls`` / ``endpoint_ls`` / ``remez`` in float64, then every coefficient rounded to nearest
-  in ``fmt`` (``methods.round_to_format``);
+  in ``fmt`` (``rounding.round_to_format``);
 * ``"remez+search"`` / ``"endpoint-ls+search"``: the same, then ``methods.search_rounded``
   moves the rounded coefficients to neighbouring values of ``fmt`` while the program's error
   decreases.
