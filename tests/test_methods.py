@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from turbogelu.approx import fit, methods, reference
+from turbogelu.approx import fit, methods, reference, rounding
 
 F64 = np.float64
 EPS = float(np.finfo(F64).eps)
@@ -337,7 +337,7 @@ def rounding_cases(fmt: str, rng: np.random.Generator) -> np.ndarray:
     vals = rng.uniform(1.0, 2.0, 400) * np.ldexp(1.0, exps) * rng.choice([-1.0, 1.0], 400)
     # Midpoints between neighbours of fmt, and float64 values just beside them: the ones a
     # double rounding (via float32 to nearest) gets wrong for bfloat16 / float16.
-    reps = methods.round_to_format(vals[np.abs(vals) < 2.0**emax], fmt)
+    reps = rounding.round_to_format(vals[np.abs(vals) < 2.0**emax], fmt)
     reps = reps[(reps != 0) & np.isfinite(reps)]
     ulp = np.ldexp(1.0, np.maximum(np.frexp(np.abs(reps))[1] - 1, emin) - (p - 1))
     mids = reps + np.sign(reps) * ulp / 2
@@ -350,7 +350,7 @@ def rounding_cases(fmt: str, rng: np.random.Generator) -> np.ndarray:
 @pytest.mark.parametrize("fmt", ["float32", "float16", "bfloat16"])
 def test_round_to_format_is_the_exact_rational_rounding(fmt):
     x = rounding_cases(fmt, np.random.default_rng(7))
-    got = methods.round_to_format(x, fmt)
+    got = rounding.round_to_format(x, fmt)
     want = np.array([exact_round(float(v), fmt) for v in x])
     bad = got != want
     assert not bad.any(), list(zip(x[bad][:5], got[bad][:5], want[bad][:5], strict=True))
@@ -359,21 +359,21 @@ def test_round_to_format_is_the_exact_rational_rounding(fmt):
 
 def test_round_to_format_float64_and_errors():
     x = np.array([0.1, -3.0, 1e-310])
-    assert np.array_equal(methods.round_to_format(x, "float64"), x)
-    assert methods.round_to_format(1.0 + 2.0**-8 + 2.0**-30, "bfloat16") == 1.0 + 2.0**-7
-    assert methods.round_to_format(1.0 + 2.0**-8, "bfloat16") == 1.0  # tie to even
+    assert np.array_equal(rounding.round_to_format(x, "float64"), x)
+    assert rounding.round_to_format(1.0 + 2.0**-8 + 2.0**-30, "bfloat16") == 1.0 + 2.0**-7
+    assert rounding.round_to_format(1.0 + 2.0**-8, "bfloat16") == 1.0  # tie to even
     with pytest.raises(ValueError):
-        methods.round_to_format(x, "float8")
+        rounding.round_to_format(x, "float8")
 
 
-@pytest.mark.parametrize("fmt", methods.ROUNDING_FORMATS)
+@pytest.mark.parametrize("fmt", rounding.ROUNDING_FORMATS)
 def test_neighbours(fmt):
     p = {"float64": 53, **{k: v[0] for k, v in FORMAT_PARAMS.items()}}[fmt]
     nb = methods.neighbours(1.0, fmt, 3)
     assert nb.size == 7 and nb[3] == 1.0
     np.testing.assert_array_equal(np.diff(nb[3:]), 2.0 ** (1 - p))  # above 1: one ulp
     np.testing.assert_array_equal(np.diff(nb[:4]), 2.0**-p)  # below 1: half an ulp
-    assert np.all(methods.round_to_format(nb, fmt) == nb)
+    assert np.all(rounding.round_to_format(nb, fmt) == nb)
     if fmt == "float64":
         v = -3.7e-300
         want = [np.nextafter(np.nextafter(v, -1.0), -1.0), np.nextafter(v, -1.0), v]
@@ -401,11 +401,11 @@ def test_search_rounded_bfloat16_beats_plain_rounding():
     c = methods.remez(basis, gelu_residual, a, b).coeffs
     res = methods.search_rounded(basis, gelu_residual, a, b, c, "bfloat16")
     coeffs, err = res  # unpacks as (coeffs, max_error)
-    plain = methods.round_to_format(c, "bfloat16")
+    plain = rounding.round_to_format(c, "bfloat16")
     plain_err = methods.max_error(basis, gelu_residual, a, b, plain, points=4001)
     assert res.initial_error == plain_err
     assert err < 0.75 * plain_err  # rounding hurts: the search wins a lot back
-    assert np.array_equal(methods.round_to_format(coeffs, "bfloat16"), coeffs)
+    assert np.array_equal(rounding.round_to_format(coeffs, "bfloat16"), coeffs)
     assert err == methods.max_error(basis, gelu_residual, a, b, coeffs, points=4001)
     assert res.evaluations > 1 and 0 < res.rounds <= len(res.moves)
     again = methods.search_rounded(basis, gelu_residual, a, b, c, "bfloat16")
@@ -421,7 +421,7 @@ def test_search_rounded_never_worse(fmt, degree):
     res = methods.search_rounded(basis, np.exp, a, b, c, fmt, radius=2, pairs=False)
     assert res.max_error <= res.initial_error
     assert res.initial_error == methods.max_error(
-        basis, np.exp, a, b, methods.round_to_format(c, fmt), points=4001
+        basis, np.exp, a, b, rounding.round_to_format(c, fmt), points=4001
     )
 
 
@@ -445,7 +445,7 @@ def test_search_rounded_with_a_user_error():
     c = methods.remez(basis, np.exp, a, b).coeffs
     res = methods.search_rounded(None, None, a, b, c, "bfloat16", radius=1, error=err32)
     assert res.evaluations == len(calls)
-    assert res.max_error <= res.initial_error == err32(methods.round_to_format(c, "bfloat16"))
+    assert res.max_error <= res.initial_error == err32(rounding.round_to_format(c, "bfloat16"))
     assert res.max_error == err32(res.coeffs)
     with pytest.raises(ValueError):
         methods.search_rounded(None, None, a, b, c, "bfloat16")
@@ -466,7 +466,7 @@ def test_sollya_fpminimax_control():
     """A loose cross-check only: Sollya's float32 fpminimax error is near (and, as its
     coefficients are constrained, not below) the float64 minimax error of ``remez``."""
     res = methods.sollya_fpminimax("exp(x)", [0, 1, 2, 3], "float32", (0.0, 1.0))
-    assert np.array_equal(methods.round_to_format(res.coeffs, "float32"), res.coeffs)
+    assert np.array_equal(rounding.round_to_format(res.coeffs, "float32"), res.coeffs)
     assert [float(q) for q in res.exact] == list(res.coeffs)
     r = methods.remez(power_basis(0.0, 1.0, 3, var="raw"), np.exp, 0.0, 1.0)
     assert r.error * (1 - 1e-6) <= res.error <= 1.01 * r.error
@@ -478,7 +478,7 @@ def test_sollya_fpminimax_control():
         error="relative",
     )
     for v, fmt in zip(mixed.coeffs, ["bfloat16", "float16", "float32", "float64"], strict=True):
-        assert methods.round_to_format(v, fmt) == v
+        assert rounding.round_to_format(v, fmt) == v
     for bad in ("exp(x", "exp(y)", "foo(x)"):  # Sollya would silently solve another problem
         with pytest.raises(RuntimeError, match="sollya reported a problem"):
             methods.sollya_fpminimax(bad, [0, 1], "float32", (0.0, 1.0))

@@ -209,7 +209,7 @@ def _check_exact_certificate(p, family: str, degree: int, cert):
     """No real polynomial of ``degree`` in z (an affine function of u^2 or u) maps every
     certificate input into its correctly rounded cell's acceptable interval: the exact
     multipliers combine the rows into 0 <= negative."""
-    s = Fraction(md._scale(family, p.clamp))
+    s = Fraction(md.program_scale(family, p.clamp))
     k = md.CRITERIA[p.criterion]
     total = [Fraction(0)] * (degree + 1)
     gap = Fraction(0)
@@ -238,7 +238,7 @@ def test_lower_bound_bfloat16_faithful_even():
     assert len(ev.exact_certificate) == 8  # degree + 2 inputs prove it
     assert _check_exact_certificate(p, "even", 6, ev.exact_certificate) > 0
     # the float32 certificate: the same identity on the program's z and the float32 rows
-    s = F32(md._scale("even", p.clamp))
+    s = F32(md.program_scale("even", p.clamp))
     total = [Fraction(0)] * 7
     value = Fraction(0)
     norm = Fraction(0)

@@ -1,4 +1,5 @@
-"""turbogelu.approx.replay: a correctly rounded FMA, and a bit-exact replay of the kernels.
+"""turbogelu.approx.replay: correctly rounded FMAs (float32, float16, bfloat16), and a bit-exact
+replay of the kernels.
 
 The spec errors (and tests/test_fit.py) are measured on the numpy replay; these tests tie the
 replay to the compiled kernels bit for bit, under every CPU instruction set this machine has.
@@ -7,6 +8,7 @@ replay to the compiled kernels bit for bit, under every CPU instruction set this
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -146,14 +148,22 @@ def test_fma32_specials():
         np.array([1.0, 1.0, 1.0], F32),
         np.array([half * (1 - 2.0**-23), half, -half], F32),
     )
+    # a*b exactly on the overflow threshold (top + half = (2^25 - 1) 2^103 = 18631 * 1801
+    # 2^103) and c below the float64 sum's resolution: the exact sum is on the side of c, so
+    # max (not infinity) for c < 0.
+    _check_fma(
+        np.array([18631.0, 18631.0, -18631.0], F32),
+        np.full(3, 1801 * 2.0**103, F32),
+        np.array([-(2.0**-149), 2.0**-149, 2.0**-149], F32),
+    )
 
 
 def test_fma32_subnormal_results():
     """Results in the float32 subnormal range, including float64 sums on their midpoints.
 
-    fma32 looks for a midpoint in the low 29 bits of the float64 sum, where a normal float32
-    result's midpoint is; a subnormal result drops more bits than that. (The kernels' own
-    FMAs never produce subnormals: z is in [-1, 1], the Horner steps are near the
+    A subnormal result drops more bits of the float64 sum than a normal one, so its midpoints
+    (where fma32 must ask the exact remainder which way to round) lie elsewhere. (The
+    kernels' own FMAs never produce subnormals: z is in [-1, 1], the Horner steps are near the
     coefficients, the last one near 1/2.)
     """
     tiny = 2.0**-149
@@ -174,6 +184,63 @@ def test_fma32_subnormal_results():
         np.concatenate([b, b_mid, b_mid]),
         np.concatenate([c, c_mid, -c_mid]),
     )
+
+
+# ---------------------------------------------------------------- fma_in: float16, bfloat16
+
+
+def _midpoint_cases(fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a*b exactly halfway between two values of fmt, c far below: the float64 sum drops c and
+    lands on the midpoint, so a float64 FMA rounded to fmt would round the wrong way for one
+    sign of c (for float16 c cannot be that small, and the float64 sum is exact)."""
+    f = rounding.get_format(fmt)
+    a = 1.0 + 2.0 ** (1 - f.precision)  # 1 + ulp
+    tiny = 2.0 ** (f.emin - f.precision + 1)  # the smallest subnormal
+    cs = [tiny, -tiny, 0.0, 2.0**-60, -(2.0**-60)]
+    cs = [c for c in cs if rounding.is_representable(c, fmt)]
+    n = len(cs)
+    return np.full(n, a), np.full(n, 1.5), np.array(cs)
+
+
+@pytest.mark.parametrize("fmt", ["float32", "float16", "bfloat16"])
+def test_fma_in_is_correctly_rounded(fmt):
+    rng = np.random.default_rng(3)
+    n = 3000
+    e = 5 if fmt == "float16" else 12  # no overflow of float16's 65504
+
+    def draw(lo, hi):
+        return rounding.round_to(rng.standard_normal(n) * np.exp2(rng.integers(lo, hi, n)), fmt)
+
+    a, b, c = draw(-e, e), draw(-e, e), draw(-20, 2 * e)
+    c[: n // 3] = rounding.round_to(-a[: n // 3] * b[: n // 3], fmt)  # cancellation
+    ma, mb, mc = _midpoint_cases(fmt)
+    a, b, c = np.r_[a, ma], np.r_[b, mb], np.r_[c, mc]
+    got = replay.fma_in(a, b, c, fmt)
+    want = np.array(
+        [
+            rounding.round_exact(Fraction(x) * Fraction(y) + Fraction(z), fmt)
+            for x, y, z in zip(a, b, c, strict=True)
+        ]
+    )
+    np.testing.assert_array_equal(got, want)
+    if fmt == "float32":  # and it is replay.fma32
+        np.testing.assert_array_equal(got, replay.fma32(a, b, c).astype(np.float64))
+    if fmt == "bfloat16":  # the cases where one float64 rounding then one bfloat16 one fails
+        naive = rounding.round_to(ma * mb + mc, fmt)
+        assert np.any(naive != replay.fma_in(ma, mb, mc, fmt))
+
+
+def test_fma_in_overflow_threshold():
+    # s exactly at max + ulp/2 with the exact sum just below it rounds to max, not infinity.
+    top = rounding.max_finite("bfloat16")
+    half_ulp = float(rounding.ulp_of(top, "bfloat16")) / 2
+    a = np.array([top, top, -top])
+    b = np.array([1.0, 1.0, 1.0])
+    c = np.array([half_ulp, half_ulp * (1 - 2.0**-7), -half_ulp])
+    got = replay.fma_in(a, b, c, "bfloat16")
+    assert got.tolist() == [math.inf, top, -math.inf]
+    got = replay.round_sum(np.array([top + half_ulp]), np.array([-(2.0**-60)]), "bfloat16")
+    assert got.tolist() == [top]
 
 
 # ---------------------------------------------------------------- kernel inputs

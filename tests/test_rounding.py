@@ -228,6 +228,49 @@ def test_ulp_distance(fmt):
         d(np.nan, 1.0, fmt)
 
 
+@pytest.mark.parametrize("fmt", HALF_FORMATS)
+def test_ordered_integers_number_every_finite_value(fmt):
+    v = all_patterns(fmt)
+    v = np.unique(v[np.isfinite(v)] + 0.0)  # -0.0 and +0.0 are one value
+    top = rounding.max_ordered(fmt)
+    np.testing.assert_array_equal(rounding.to_ordered(v, fmt), np.arange(-top, top + 1))
+    back = rounding.from_ordered(np.arange(-top, top + 1), fmt)
+    assert same(back, v)
+    assert same(rounding.from_ordered([-top - 1, top + 1, top + 5], fmt), [-np.inf, np.inf, np.inf])
+
+
+@pytest.mark.parametrize("fmt", ("float64", *FORMATS))
+def test_ordered_integers_step_by_one_ulp(fmt):
+    top = rounding.max_finite(fmt) if fmt != "float64" else float(np.finfo(F64).max)
+    v = np.array([-top, -1.5, -1e-300 if fmt == "float64" else -1.0, -0.0, 0.0, 1.0, top])
+    v = rounding.round_to_format(v, fmt)
+    o = rounding.to_ordered(v, fmt)
+    assert o[3] == o[4] == 0 and o[0] == -rounding.max_ordered(fmt) and o[-1] == -o[0]
+    up = rounding.from_ordered(o + 1, fmt)
+    assert np.all(up > v) and np.all(rounding.round_to_format(up, fmt) == up)
+    assert up[-1] == np.inf
+    if fmt in ("float64", "float32"):  # nothing in between (the 16-bit ones: the test above)
+        dt = F64 if fmt == "float64" else F32
+        with np.errstate(over="ignore"):  # max -> inf
+            want = np.nextafter(v.astype(dt), dt(np.inf)).astype(F64)
+        np.testing.assert_array_equal(up, want)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_overflow_threshold_is_where_rounding_reaches_infinity(fmt):
+    t = rounding.overflow_threshold(fmt)
+    assert rounding.round_to(np.nextafter(t, 0.0), fmt) == rounding.max_finite(fmt)
+    assert rounding.round_to(t, fmt) == np.inf  # the tie goes to even: infinity
+
+
+def test_round_to_format_checks_the_format():
+    x = np.array([0.1, -3.0])
+    got = rounding.round_to_format(x, "float64")
+    assert np.array_equal(got, x) and got is not x
+    with pytest.raises(ValueError, match="fmt must be one of"):
+        rounding.round_to_format(x, "float8")
+
+
 # ---------------------------------------------------------------- correctly_rounded
 
 

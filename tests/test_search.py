@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from turbogelu import cli
-from turbogelu.approx import family_fit, methods, polyspec, report, search, targets
+from turbogelu.approx import family_fit, polyspec, report, rounding, search, targets
 from turbogelu.approx.polyspec import PolySpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_fit_driver_gives_representable_coefficients_and_records_the_fit(method)
         fit_interval=5.5, clamp=5.5, method=method, shift=False, **SIGMOID_D3
     )
     c = np.array(ps.coefficients)
-    assert np.all(methods.round_to_format(c, "bfloat16") == c)
+    assert np.all(rounding.round_to_format(c, "bfloat16") == c)
     assert (ps.target, ps.variable, ps.factor, ps.shift, ps.degree) == ("sigmoid", "u", 0, False, 3)
     assert (ps.fit_interval, ps.clamp, ps.fmt, ps.method) == (5.5, 5.5, "bfloat16", method)
     meta = ps.meta
@@ -74,7 +74,7 @@ def test_fit_driver_gives_representable_coefficients_and_records_the_fit(method)
     # The recorded float64 coefficients round to the plain-rounding start.
     c64 = np.array([float.fromhex(h) for h in meta["float64_coefficients"]])
     if not method.endswith("+search"):
-        assert np.array_equal(methods.round_to_format(c64, "bfloat16"), c)
+        assert np.array_equal(rounding.round_to_format(c64, "bfloat16"), c)
     back = PolySpec.from_json(ps.to_json())
     assert back == ps and back.meta == json.loads(json.dumps(ps.meta))
 
@@ -323,7 +323,7 @@ def test_target_precision_replay_is_what_the_figures_draw():
     x = report.all_finite("bfloat16")
     x = x[np.abs(x) <= 6]
     y = polyspec.replay(ps, x, precision="target").astype(np.float64)
-    assert np.all(polyspec.round_fmt(y, "bfloat16") == y)
+    assert np.all(rounding.round_to_format(y, "bfloat16") == y)
     e = ps.meta["errors"]
     assert e["target_replay_max_abs_error"] > e["float32_replay_max_abs_error"]
     exact = ps.tgt.f(x.astype(np.float64))

@@ -3,12 +3,13 @@ messages of the C++ kernels (kernels/include/turbogelu/ops_common.h)."""
 
 from __future__ import annotations
 
-APPROXIMATE = ("none", "tanh")
-BACKWARD = ("default", "direct", "matched")
+from ._spec_names import BACKWARDS, MODES
+
+BACKWARD = ("default", *BACKWARDS)
 
 
 def check_args(approximate: str, backward: str = "default") -> None:
-    if approximate not in APPROXIMATE:
+    if approximate not in MODES:
         raise ValueError(f"turbogelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if backward not in BACKWARD:
         raise ValueError(

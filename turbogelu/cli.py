@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._spec_names import MODES, PARTS
+
 # approx.family_fit.METHODS (not imported here: the parser stays free of numpy / scipy).
 FIT_METHODS = ("ls", "irls", "endpoint-ls", "remez", "remez+search", "endpoint-ls+search")
 
@@ -275,7 +277,7 @@ def main(argv=None) -> int:
         default=None,
         help=f"degree of P (kernel spec: {shipped}; --target: 3)",
     )
-    f.add_argument("--gelu-mode", choices=("exact", "none", "tanh"), default=None, help="(exact)")
+    f.add_argument("--gelu-mode", choices=("exact", *MODES), default=None, help="(exact)")
     add_form_arguments(f)
     f.add_argument("--fit-interval", type=float, default=None, help="L_i: fit on |x| in [0, L_i]")
     f.add_argument("--clamp", type=float, default=None, help="L_c: asymptote for |x| > L_c (L_i)")
@@ -304,9 +306,7 @@ def main(argv=None) -> int:
 
     r = sub.add_parser("report", help="exhaustive bf16/fp16 and dense float32 error report")
     r.add_argument("--spec", type=Path, default=Path("data/specs/gelu_exact.json"))
-    r.add_argument(
-        "--part", choices=("forward", "backward_direct", "backward_matched"), default="forward"
-    )
+    r.add_argument("--part", choices=PARTS, default="forward")
     r.add_argument("--worst", action="store_true", help="also list the worst inputs")
     r.add_argument("--out", default=None, help="write the report as JSON here")
     r.add_argument("--plot", default=None, help="write |error| vs x at bf16 inputs as PNG here")

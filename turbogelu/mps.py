@@ -21,15 +21,14 @@ from pathlib import Path
 import torch
 
 from ._checks import check_args, check_grad_matches, check_out
+from ._spec_names import METAL_SETS
 
 # Package data (turbogelu/_data/, shipped in the wheel); in the checkout a link to the
 # generated kernels/mps/gelu_kernels.metal.
 SOURCE = (Path(__file__).resolve().parent / "_data" / "gelu_kernels.metal").resolve()
 DEVICE = "mps"  # the device type these kernels run on (the tests point it elsewhere)
-MODES = ("none", "tanh")
-PARTS = ("forward", "backward_direct", "backward_matched")
-# The kernels' coefficient-set index: approx.codegen.METAL_SETS, in this order.
-SETS = tuple((mode, part) for mode in MODES for part in PARTS)
+# The kernels' coefficient-set index (the order codegen writes the sets in).
+SETS = METAL_SETS
 KERNEL_SUFFIX = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat"}
 
 

@@ -41,23 +41,22 @@ from pathlib import Path
 
 import numpy as np
 
-from . import reference
+from . import reference, replay
 from . import spec as specmod
-from .replay import fma32
 
 F32 = np.float32
-SPEC_DIR = specmod.SPEC_DIR / "cells"
+SPEC_DIR = specmod.SPEC_DIR / specmod.SCHEMAS["cells"].folder
 SCHEMA_VERSION = 1
-MODES = ("none", "tanh")
+MODES = specmod.MODES
 PARTS = specmod.PARTS  # forward, backward_direct, backward_matched
-CELLS = 32  # one vpermt2ps table: the low 5 bits of the index
+DEGREE = specmod.CELLS_TABLE_SHAPE[0] - 1  # a cubic per cell
+CELLS = specmod.CELLS_TABLE_SHAPE[1]  # one vpermt2ps table: the low 5 bits of the index
 CENTER = 16  # x = 0 is the centre of this cell
-DEGREE = 3
 MAGIC = 1.5 * 2.0**23  # float32 values in [2^23, 2^24) are the integers
-R_DEFAULT = 5.0  # where the tails begin; x*Phi(-x) at 5: 1.4e-6
+R_DEFAULT = specmod.CELLS_TAILS_FROM  # where the tails begin
 POINTS = 513  # LP points per cell
 PAD = 0.01  # each cell's fit interval is widened by this fraction of its width, each side
-COMMAND = "python -m turbogelu.approx.cells"
+COMMAND = specmod.SCHEMAS["cells"].command
 
 
 def design(r: float = R_DEFAULT) -> dict:
@@ -135,7 +134,7 @@ def _clamped(x, clamp):
 
 def cell_index(xi, scale, offset) -> np.ndarray:
     """The kernels' cell number: the low 5 bits of fma(xi, scale, offset)."""
-    s = fma32(xi, F32(scale), F32(offset))
+    s = replay.fma32(xi, F32(scale), F32(offset))
     return (s.view(np.int32) & (CELLS - 1)).astype(np.intp)
 
 
@@ -143,11 +142,7 @@ def eval32(xi, table: np.ndarray, scale, offset) -> np.ndarray:
     xi = np.asarray(xi, F32)
     k = cell_index(xi, scale, offset)
     t = np.asarray(table, F32)
-    with np.errstate(invalid="ignore", over="ignore"):
-        p = t[DEGREE][k]
-        for j in range(DEGREE - 1, -1, -1):
-            p = fma32(p, xi, t[j][k])
-    return p
+    return replay.poly32(xi, [row[k] for row in t])  # each lane's own cubic, by Horner
 
 
 def forward32(x, cells: dict) -> np.ndarray:
@@ -176,9 +171,7 @@ def _eval64(x, cells: dict):
         s = np.rint(xi * float(cells["scale"]) + CENTER)  # exact near the cell edges
         k = np.where(np.isnan(s), 0, s).astype(np.int64) & (CELLS - 1)
         t = np.asarray(cells["table"], np.float64)
-        p = t[DEGREE][k]
-        for j in range(DEGREE - 1, -1, -1):
-            p = p * xi + t[j][k]
+        p = replay.poly(replay.Arith("float64", fused=False), xi, [row[k] for row in t])
     return xc, p
 
 
@@ -262,36 +255,15 @@ def build_spec(mode: str, r: float = R_DEFAULT) -> dict:
 
 
 def spec_path(mode: str) -> Path:
-    return SPEC_DIR / f"gelu_{mode}.json"
+    return specmod.spec_path(mode, "cells")
 
 
 def dumps(spec: dict) -> str:
-    return json.dumps(spec, indent=1) + "\n"
+    return specmod.dumps(spec, "cells")
 
 
 def load(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"cells spec {path} does not exist ({COMMAND} writes it)")
-    try:
-        spec = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"cells spec {path} is not valid JSON: {e}") from None
-    try:
-        if spec["kind"] != "cells":
-            raise ValueError(f"kind is {spec['kind']!r}")
-        for name in PARTS:
-            table = part_values(spec[name])["table"]  # parses every hex value too
-            if table.shape != (DEGREE + 1, CELLS):
-                raise ValueError(f"{name}.table is {table.shape}, not {(DEGREE + 1, CELLS)}")
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"cells spec {path} is malformed (not a cells spec?): {e!r}") from e
-    return spec
-
-
-def load_all(spec_dir: Path | None = None) -> dict[str, dict]:
-    folder = SPEC_DIR if spec_dir is None else Path(spec_dir)
-    return {mode: load(folder / spec_path(mode).name) for mode in MODES}
+    return specmod.load(path, "cells")
 
 
 def main(argv: list[str] | None = None) -> int:

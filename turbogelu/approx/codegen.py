@@ -20,7 +20,7 @@ from . import spec as specmod
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 HEADER = KERNELS / "include" / "turbogelu" / "gelu_coeffs.h"
 METAL = KERNELS / "mps" / "gelu_kernels.metal"
-MODES = ("none", "tanh")
+MODES = specmod.MODES
 # C++ identifiers for the three coefficient sets of a spec.
 PART_NAMES = {"forward": "forward", "backward_direct": "backward_direct",
               "backward_matched": "backward_matched"}  # fmt: skip
@@ -144,24 +144,24 @@ def _cells_lines(cells: dict | None) -> list[str]:
     return lines
 
 
+def _root(spec_dir: Path | None, kind: str) -> Path | None:
+    """``spec_dir`` when it holds specs of ``kind`` (its subfolder for them exists), else None:
+    the committed ones."""
+    if spec_dir is not None and (Path(spec_dir) / specmod.SCHEMAS[kind].folder).is_dir():
+        return Path(spec_dir)
+    return None
+
+
 def load_cells(spec_dir: Path | None = None) -> dict:
     """The cells specs: ``spec_dir/cells`` when it exists, else the committed data/specs/cells."""
     from . import cells
 
-    folder = Path(spec_dir) / "cells" if spec_dir is not None else None
-    return cells.load_all(folder if folder is not None and folder.is_dir() else None)
+    root = _root(spec_dir, "cells")
+    return {mode: cells.load(specmod.spec_path(mode, "cells", root=root)) for mode in cells.MODES}
 
 
 def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
-    out = {}
-    for mode in MODES:
-        path = (
-            specmod.spec_path(mode)
-            if spec_dir is None
-            else Path(spec_dir) / specmod.spec_path(mode).name
-        )
-        out[mode] = specmod.load(path)
-    return out
+    return {mode: specmod.load(specmod.spec_path(mode, root=spec_dir)) for mode in MODES}
 
 
 def load_packed(spec_dir: Path | None = None) -> dict:
@@ -169,21 +169,8 @@ def load_packed(spec_dir: Path | None = None) -> dict:
     exists, else the committed data/specs/packed."""
     from . import packed
 
-    folder = Path(spec_dir) / "packed" if spec_dir is not None else None
-    out = {}
-    for mode in packed.MODES:
-        for direction in packed.DIRECTIONS:
-            p = packed.path(mode, direction)
-            if folder is not None and folder.is_dir():
-                p = folder / p.name
-            out[(mode, direction)] = polyspec_from(p)
-    return out
-
-
-def polyspec_from(path: Path):
-    from .polyspec import PolySpec
-
-    return PolySpec.from_json(Path(path).read_text())
+    root = _root(spec_dir, "packed")
+    return {(m, d): packed.load(m, d, root) for m in packed.MODES for d in packed.DIRECTIONS}
 
 
 def generate(spec_dir: Path | None = None) -> str:
@@ -194,7 +181,7 @@ def generate(spec_dir: Path | None = None) -> str:
 
 # The coefficient sets of the Metal kernels, in the order of their index (the kernels' `set`
 # argument; turbogelu/mps.py passes it).
-METAL_SETS = tuple((mode, part) for mode in MODES for part in specmod.PARTS)
+METAL_SETS = specmod.METAL_SETS
 
 
 def exact_decimal(hexstr: str) -> str:

@@ -7,7 +7,7 @@ residual ``targets.TARGETS[target].residual`` on ``u`` in ``[0, L_i]`` in the ba
 
 * ``"ls"`` / ``"irls"`` / ``"endpoint-ls"`` / ``"remez"``: ``methods.least_squares`` /
   ``irls`` / ``endpoint_ls`` / ``remez`` in float64, then every coefficient rounded to nearest
-  in ``fmt`` (``methods.round_to_format``);
+  in ``fmt`` (``rounding.round_to_format``);
 * ``"remez+search"`` / ``"endpoint-ls+search"``: the same, then ``methods.search_rounded``
   moves the rounded coefficients to neighbouring values of ``fmt`` while the program's error
   decreases.
@@ -84,10 +84,13 @@ OPTIONS = {
 
 
 def normalize_fmt(fmt: str) -> str:
-    """'bf16' -> 'bfloat16', 'fp16' -> 'float16', ...; a name of ``polyspec.FMTS`` as is."""
+    """'bf16' -> 'bfloat16', 'fp16' -> 'float16', ...; a name of ``rounding.ROUNDING_FORMATS``
+    as is."""
     name = FMT_ALIASES.get(str(fmt).lower(), str(fmt).lower())
-    if name not in polyspec.FMTS:
-        raise ValueError(f"format must be one of {polyspec.FMTS} (or {tuple(FMT_ALIASES)})")
+    if name not in rounding.ROUNDING_FORMATS:
+        raise ValueError(
+            f"format must be one of {rounding.ROUNDING_FORMATS} (or {tuple(FMT_ALIASES)})"
+        )
     return name
 
 
@@ -200,7 +203,7 @@ def replay_error(
     lo = ps.tgt.domain[0]
     x = np.concatenate([-u[::-1], u]) if lo < 0 else u
     work = "float32" if precision == "float32" else ps.fmt
-    xr = polyspec.round_fmt(x, work)
+    xr = rounding.round_to_format(x, work)
     x_ok = (xr >= ps.tgt.domain[0]) & (xr <= ps.tgt.domain[1])
     xr = xr[x_ok]
     got = polyspec.replay(ps, xr, scheme=scheme, precision=precision, fma=fma).astype(np.float64)
@@ -223,7 +226,7 @@ def rounding_error(
     difference and, for x > 0 (where the reconstruction adds terms of one sign, so the result
     is not a cancellation), the max in units of the working format's ulp of the exact value."""
     work = "float32" if precision == "float32" else ps.fmt
-    xr = polyspec.round_fmt(np.asarray(x, np.float64), work)
+    xr = rounding.round_to_format(np.asarray(x, np.float64), work)
     xr = xr[np.abs(xr) <= ps.clamp]
     got = polyspec.replay(ps, xr, scheme=scheme, precision=precision, fma=fma).astype(np.float64)
     want = ps.evaluate(xr)
@@ -285,7 +288,7 @@ def finish(
     t0 = time.perf_counter()
     model = model if model is not None else ErrorModel(tpl, extent=extent, step=step)
     c64 = np.asarray(c64, np.float64)
-    rounded = methods.round_to_format(c64, tpl.fmt)
+    rounded = rounding.round_to_format(c64, tpl.fmt)
     if not np.all(np.isfinite(rounded)):
         raise ValueError(f"coefficients overflow {tpl.fmt}: {c64.tolist()}")
     meta: dict = {

@@ -7,7 +7,8 @@ kernels' program two lanes at a time in ``__nv_bfloat162`` arithmetic (issue 5).
 Bound (issue 5): max |error| over every finite bfloat16 input <= 2x PyTorch's own max |error| in
 bfloat16, which equals the error of the exact function correctly rounded to bfloat16 (the tests
 use that, machine-independent, form). ``experiments/packed_half`` measured which degrees and
-clamps meet it (float16 cannot, with this program); ``FITS`` takes the fewest terms that do.
+clamps meet it (float16 cannot, with this program); ``spec.PACKED_DEFAULTS`` holds the degree
+and clamp taken for each.
 Each spec is fitted by the lab (``family_fit.fit_polyspec``, remez + neighbour search,
 coefficients in bfloat16), stored as PolySpec JSON under ``data/specs/packed/``, and generated
 into gelu_coeffs.h by ``python -m turbogelu codegen``. Exhaustive errors: ``exhaustive_error``,
@@ -29,31 +30,22 @@ from . import family_fit, polyspec, reference, rounding
 from . import spec as specmod
 from .polyspec import PolySpec
 
-SPEC_DIR = specmod.SPEC_DIR / "packed"
-MODES = ("none", "tanh")
-DIRECTIONS = ("forward", "backward")
+MODES = specmod.MODES
+DIRECTIONS = specmod.DIRECTIONS
 FMT = "bfloat16"
-# (mode, direction): (degree, R), from experiments/packed_half/feasibility.log.
-FITS = {
-    ("none", "forward"): (4, 3.0),
-    ("tanh", "forward"): (3, 3.0),
-    ("none", "backward"): (6, 3.5),
-    ("tanh", "backward"): (6, 3.5),
-}
 
 
 def target(mode: str, direction: str) -> str:
-    return ("gelu" if mode == "none" else "gelu_tanh") + (
-        "_grad" if direction == "backward" else ""
-    )
+    return rounding.gelu_function(mode, grad=direction == "backward")
 
 
-def path(mode: str, direction: str) -> Path:
-    return SPEC_DIR / f"gelu_{mode}_{direction}_bf16.json"
+def path(mode: str, direction: str, root: str | Path | None = None) -> Path:
+    return specmod.spec_path(mode, "packed", direction, root=root)
 
 
 def fit(mode: str, direction: str) -> PolySpec:
-    degree, r = FITS[(mode, direction)]
+    settings = specmod.PACKED_DEFAULTS[(mode, direction)]
+    degree, r = settings.degree, settings.range
     factor = 2 if direction == "forward" else 1
     ps = family_fit.fit_polyspec(
         target(mode, direction), "y", factor, degree, r, r, FMT, method="remez+search",
@@ -67,8 +59,8 @@ def fit(mode: str, direction: str) -> PolySpec:
     return ps.with_coefficients(ps.coefficients, program="turbogelu", meta=meta)
 
 
-def load(mode: str, direction: str) -> PolySpec:
-    return PolySpec.from_json(path(mode, direction).read_text())
+def load(mode: str, direction: str, root: str | Path | None = None) -> PolySpec:
+    return PolySpec.from_dict(specmod.load(path(mode, direction, root), "packed"))
 
 
 def finite_inputs() -> np.ndarray:
@@ -99,8 +91,6 @@ def kernel_values(ps: PolySpec) -> dict:
 
 
 def main(argv=None) -> int:
-    from . import spec as specmod
-
     p = argparse.ArgumentParser(prog="python -m turbogelu.approx.packed", description=__doc__)
     p.add_argument("--check", action="store_true", help="fail if a committed spec differs")
     p.add_argument(

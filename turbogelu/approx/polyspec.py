@@ -13,8 +13,9 @@ coefficient format ``fmt`` like the coefficients, and the basis, the float64 eva
 replay all use that rounded value (as the shipped fit does), so they describe one function.
 
 ``replay`` runs the spec the way a kernel does, every operation rounded once to the working
-format (float32, or the coefficient format itself), by Horner or Estrin, with or without FMA.
-Two operation orders ("programs") exist:
+format (float32, or the coefficient format itself), by Horner or Estrin, with or without FMA:
+``replay.run`` of the spec's ``replay_program()`` (the arithmetic and the operation orders live
+in ``replay.py``, which the shipped kernels' replay uses too). Two orders ("programs") exist:
 
 * ``"generic"``: u = |x|, y = u*u, t = fma(v, scale, -1), p = P(t), the factor's
   multiplications, and the last one fused with the reduction's constant part:
@@ -39,26 +40,18 @@ import dataclasses
 import functools
 import json
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import rounding, spec, targets
+from .replay import Arith, DepthArith, Program, program, run
 
-FMTS = ("float64", "float32", "float16", "bfloat16")
 VARIABLES = ("u", "y")
 PROGRAMS = ("generic", "turbogelu")
-SCHEMES = ("horner", "estrin")
 JSON_KIND = "turbogelu.polyspec"
 JSON_VERSION = 1
-
-
-def round_fmt(values, fmt: str) -> np.ndarray:
-    """float64 values rounded to nearest even in ``fmt`` (float64 itself: unchanged)."""
-    v = np.asarray(values, np.float64)
-    return v if fmt == "float64" else rounding.round_to(v, fmt)
 
 
 def _hex(v: float, fmt: str) -> str:
@@ -100,8 +93,7 @@ class PolySpec:
         object.__setattr__(self, "meta", dict(self.meta))
         if self.variable not in VARIABLES:
             raise ValueError(f"variable must be one of {VARIABLES}, got {self.variable!r}")
-        if self.fmt not in FMTS:
-            raise ValueError(f"fmt must be one of {FMTS}, got {self.fmt!r}")
+        rounding.check_rounding_format(self.fmt)
         if self.program not in PROGRAMS:
             raise ValueError(f"program must be one of {PROGRAMS}, got {self.program!r}")
         if not (isinstance(self.factor, int) and 0 <= self.factor <= 8):
@@ -111,8 +103,12 @@ class PolySpec:
         if len(coeffs) != self.degree + 1:
             raise ValueError(f"degree {self.degree} needs {self.degree + 1} coefficients")
         c = np.array(coeffs)
-        if not np.all(np.isfinite(c)) or not np.all(round_fmt(c, self.fmt) == c):
-            bad = [v for v in coeffs if not (math.isfinite(v) and round_fmt(v, self.fmt) == v)]
+        if not np.all(np.isfinite(c)) or not np.all(rounding.round_to_format(c, self.fmt) == c):
+            bad = [
+                v
+                for v in coeffs
+                if not (math.isfinite(v) and rounding.round_to_format(v, self.fmt) == v)
+            ]
             raise ValueError(f"coefficient(s) not finite values of {self.fmt}: {bad[:3]}")
         if not (0 < self.fit_interval < math.inf):
             raise ValueError(f"fit_interval must be positive and finite, got {self.fit_interval}")
@@ -140,7 +136,7 @@ class PolySpec:
         if not self.shift:
             return None
         end = self.fit_interval if self.variable == "u" else self.fit_interval**2
-        return float(round_fmt(2.0 / end, self.fmt))
+        return float(rounding.round_to_format(2.0 / end, self.fmt))
 
     def poly_variable(self, u) -> np.ndarray:
         """t(u): v = u or u^2, then z = v * scale - 1 with shift (float64)."""
@@ -176,8 +172,8 @@ class PolySpec:
         window's compare and select (one each, the same for every form); fl(L_c^2) is a
         constant. ``total`` is fma + mul + add. Counted by running the program itself.
         """
-        ar = _Arith("float32", fused=fma)
-        _program(self, ar, np.array([0.5]), scheme)
+        ar = Arith("float32", fused=fma)
+        program(self.replay_program(), ar, np.array([0.5]), scheme)
         n = {k: ar.counts[k] for k in ("fma", "mul", "add")}
         return {**n, "total": sum(n.values())}
 
@@ -188,8 +184,23 @@ class PolySpec:
         are on current x86 and ARM cores) it is the latency of one element in units of that
         latency: what a scheme that parallelizes (Estrin) shortens, while ``op_count`` is the
         throughput cost. Found by running the program on depths instead of values."""
-        out, _ = _program(self, _DepthArith(fused=fma), np.zeros(1), scheme)
+        out, _ = program(self.replay_program(), DepthArith(fused=fma), np.zeros(1), scheme)
         return int(np.max(out))
+
+    def replay_program(self) -> Program:
+        """The kernel program of this spec, as ``replay.run`` evaluates it."""
+        tgt = self.tgt
+        return Program(
+            coefficients=self.coefficients,
+            reduction=tgt.reduction,
+            parity=tgt.residual_parity,
+            variable=self.variable,
+            factor=self.factor,
+            scale=self.scale,
+            order=self.program,
+            clamp=self.clamp,
+            asymptote=None if tgt.asymptote_kind is None else tgt.asymptote,
+        )
 
     def describe(self) -> str:
         """One line: the form, interval, clamp, format, method and program."""
@@ -237,7 +248,7 @@ class PolySpec:
         fmt = changes.get("fmt", self.fmt)
         c = np.asarray(coefficients, np.float64)
         if round_to_fmt:
-            c = round_fmt(c, fmt)
+            c = rounding.round_to_format(c, fmt)
         return dataclasses.replace(
             self, coefficients=tuple(float(v) for v in c), degree=len(c) - 1, **changes
         )
@@ -263,7 +274,7 @@ class PolySpec:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2) + "\n"
+        return spec.dumps(self.to_dict(), "packed")  # the packed specs are PolySpec documents
 
     @classmethod
     def from_dict(cls, d: dict) -> PolySpec:
@@ -294,174 +305,7 @@ class PolySpec:
         return cls.from_dict(json.loads(text))
 
 
-# ---------------------------------------------------------------- rounded arithmetic
-
-
-@functools.cache
-def _overflow(fmt: str) -> tuple[float, float]:
-    """The largest finite value of ``fmt`` and the midpoint above it (rounds to infinity)."""
-    top = rounding.max_finite(fmt)
-    return top, top + 0.5 * float(rounding.ulp_of(top, fmt))
-
-
-def _round_sum(p, c, fmt: str) -> np.ndarray:
-    """RN_fmt(p + c) for float64 arrays p, c, rounded once (fmt narrower than float64).
-
-    Computing the FMA a*b + c as "float64, then round to fmt" would round twice: a*b is exact
-    in float64, but the float64 sum s need not be (bfloat16 and float32 span exponents far
-    wider than 53 bits), and s can land exactly on a midpoint of fmt that p + c is not on
-    (e.g. bfloat16: a*b = (1 + 2^-7) * 1.5, a midpoint, plus c = -2^-133, which s drops; the
-    tie then goes to even instead of down). For float16 this cannot happen for finite results
-    (its exponents span 40 bits, so s is exact whenever it matters), but the guard is general:
-    every midpoint of fmt is a float64 number and rounding is monotone, so RN_fmt(s) differs
-    from RN_fmt(p + c) only when s is exactly a midpoint and p + c is not; then the exact error
-    e of s (TwoSum) says on which side p + c lies. The overflow threshold max + ulp/2 is such a
-    midpoint too. So this is exactly one rounding; it equals replay.fma32 for float32, and
-    rational arithmetic for all three formats (tests/test_polyspec.py).
-    """
-    with np.errstate(all="ignore"):
-        s = p + c
-        bb = s - p
-        e = (p - (s - bb)) + (c - bb)  # TwoSum: p + c = s + e exactly (finite values)
-        r = round_fmt(s, fmt)
-        other = 2.0 * s - r  # exact: the neighbour of r across s, if s is their midpoint
-        inexact = (e != 0) & np.isfinite(e)
-        mid = inexact & np.isfinite(r) & (other != r) & (round_fmt(other, fmt) == other)
-        out = np.where(mid & ((e > 0) == (other > r)), other, r)
-        top, top_mid = _overflow(fmt)
-        under = inexact & (np.abs(s) == top_mid) & ((e > 0) != (s > 0))
-        return np.where(under, np.copysign(top, s), out)
-
-
-class _Arith:
-    """Operations on float64 arrays holding values of ``fmt``, each rounded once to ``fmt``.
-
-    Products of two values of float32 or narrower are exact in float64 (<= 48 significant bits,
-    exponents far inside float64's range), so ``mul`` is one rounding and ``fma`` is one
-    rounding of the exact a*b + c (``_round_sum``). float64 itself: numpy's correctly rounded
-    mul/add; numpy has no float64 FMA, so ``fused`` is refused there. ``counts`` tallies the
-    operations (``PolySpec.op_count``).
-    """
-
-    def __init__(self, fmt: str, fused: bool = True):
-        if fmt == "float64" and fused:
-            raise ValueError("no correctly rounded float64 FMA in numpy: use fma=False")
-        self.fmt, self.fused, self.counts = fmt, fused, Counter()
-
-    def round(self, v) -> np.ndarray:
-        return round_fmt(v, self.fmt)
-
-    def mul(self, a, b):
-        self.counts["mul"] += 1
-        return self.round(np.multiply(a, b))
-
-    def add(self, a, b):
-        self.counts["add"] += 1
-        if self.fmt == "float64":
-            return np.add(a, b)
-        return _round_sum(np.asarray(a, np.float64), np.asarray(b, np.float64), self.fmt)
-
-    def fma(self, a, b, c):
-        if not self.fused:
-            return self.add(self.mul(a, b), c)
-        self.counts["fma"] += 1
-        return _round_sum(np.multiply(a, b), np.asarray(c, np.float64), self.fmt)
-
-    def const(self, like, c: float) -> np.ndarray:
-        """A constant (a coefficient) broadcast to ``like``'s shape."""
-        return np.full_like(like, c)
-
-
-class _DepthArith:
-    """``_Arith``'s interface on dependency depths instead of values: an operation's result is
-    one deeper than its deepest operand; constants (Python floats, ``const``) have depth 0;
-    bit operations (``abs``, sign, select) are free, as in ``op_count``.
-    (``PolySpec.dependency_depth``.)"""
-
-    def __init__(self, fused: bool = True):
-        self.fused = fused
-
-    @staticmethod
-    def round(v):
-        return v  # only applied to constants and to depths, which it must not change
-
-    @staticmethod
-    def _d(v) -> np.ndarray:
-        return np.asarray(v, np.float64) if isinstance(v, np.ndarray) else np.zeros(1)
-
-    def mul(self, a, b):
-        return np.maximum(self._d(a), self._d(b)) + 1
-
-    add = mul
-
-    def fma(self, a, b, c):
-        if not self.fused:
-            return self.add(self.mul(a, b), c)
-        return np.maximum(np.maximum(self._d(a), self._d(b)), self._d(c)) + 1
-
-    @staticmethod
-    def const(like, c: float) -> np.ndarray:
-        return np.zeros_like(like)
-
-
-def fma_in(a, b, c, fmt: str) -> np.ndarray:
-    """Correctly rounded fused multiply-add in ``fmt`` (float32, float16, bfloat16) of values
-    of ``fmt`` given as float64 arrays; returns float64 values of ``fmt``."""
-    return _Arith(fmt).fma(np.asarray(a, np.float64), np.asarray(b, np.float64), c)
-
-
-def _poly(ar: _Arith, t, coeffs, scheme: str):
-    """P(t) by Horner or by Estrin (the tree of replay.poly32 and poly_eval.h)."""
-    c = [float(ar.round(v)) for v in coeffs]
-    if scheme == "horner":
-        p = ar.const(t, c[-1])
-        for ck in reversed(c[:-1]):
-            p = ar.fma(p, t, ck)
-        return p
-    if scheme != "estrin":
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    terms = [ar.const(t, ck) for ck in c]
-    power = t
-    while len(terms) > 1:
-        nxt = [ar.fma(terms[i + 1], power, terms[i]) for i in range(0, len(terms) - 1, 2)]
-        if len(terms) % 2:
-            nxt.append(terms[-1])
-        terms = nxt
-        if len(terms) > 1:
-            power = ar.mul(power, power)
-    return terms[0]
-
-
-def _program(ps: PolySpec, ar: _Arith, x, scheme: str):
-    """The in-window result and the quantity the window compares (see the module docstring)."""
-    red = ps.tgt.reduction
-    scale = float(ar.round(ps.scale)) if ps.shift else None
-    if ps.program == "turbogelu":
-        y = ar.mul(x, x)
-        h = ar.fma(x, _poly(ar, ar.fma(y, scale, -1.0), ps.coefficients, scheme), 0.5)
-        return (ar.mul(x, h) if red == "x/2 + even" else h), y
-    u = np.abs(x)
-    y = ar.mul(u, u) if ps.variable == "y" else None
-    v = y if ps.variable == "y" else u
-    p = _poly(ar, ar.fma(v, scale, -1.0) if ps.shift else v, ps.coefficients, scheme)
-    if ps.variable == "y":
-        mults = [y] * (ps.factor // 2) + [u] * (ps.factor % 2)
-    else:
-        mults = [u] * ps.factor
-    for m in mults[:-1]:
-        p = ar.mul(m, p)
-    last = mults[-1] if mults else None
-    if ps.tgt.residual_parity == "odd":  # sign(x) r(|x|): through x itself, or a negation
-        if last is u:
-            last = x
-        else:
-            p = np.where(np.signbit(x), -p, p)
-    const = {"x/2 + even": lambda: ar.mul(x, 0.5), "1/2 + odd": lambda: 0.5}.get(red)
-    if last is None:
-        out = p if const is None else ar.add(const(), p)
-    else:
-        out = ar.mul(last, p) if const is None else ar.fma(last, p, const())
-    return out, u
+# ---------------------------------------------------------------- the replay
 
 
 def replay(
@@ -481,21 +325,14 @@ def replay(
     every intermediate rounded to ``fmt``; returns those values as float32 (float64 for
     fmt="float64", where only ``fma=False`` is available).
     ``fma=False`` splits each FMA into a rounded multiply and a rounded add; with ``fma=True``
-    each FMA is rounded once, also in float16 / bfloat16 (``_round_sum``), as hardware FMA is.
+    each FMA is rounded once, also in float16 / bfloat16 (``replay.round_sum``), as hardware FMA
+    is.
     Outside the window the target's asymptote; NaN stays NaN (it fails the window test).
     """
     if precision not in ("float32", "target"):
         raise ValueError(f"precision must be 'float32' or 'target', got {precision!r}")
     work = "float32" if precision == "float32" else ps.fmt
-    ar = _Arith(work, fused=fma)
-    x = ar.round(np.asarray(x, np.float64))
-    with np.errstate(all="ignore"):
-        out, key = _program(ps, ar, x, scheme)
-        if ps.tgt.asymptote_kind is not None:
-            limit = float(ar.round(ps.clamp))
-            if ps.program == "turbogelu":
-                limit = float(ar.round(limit * limit))
-            out = np.where(key > limit, ar.round(ps.tgt.asymptote(x)), out)
+    out = run(ps.replay_program(), x, work, fused=fma, scheme=scheme)
     return out.astype(np.float64 if work == "float64" else np.float32)
 
 

@@ -20,7 +20,8 @@ import mpmath
 import numpy as np
 from scipy.special import erfc, expit
 
-GELU_MODES = ("none", "tanh")
+from .._spec_names import MODES as GELU_MODES
+
 TANH_K = math.sqrt(2.0 / math.pi)
 TANH_C = 0.044715
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)

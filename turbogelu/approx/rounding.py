@@ -9,6 +9,10 @@ provides the pieces, without torch:
 * ``ulp_of(values, fmt)``: the spacing of ``fmt`` at that magnitude (subnormal-aware).
 * ``ulp_distance(a, b, fmt)``: how many steps of ``fmt`` separate two representable values
   (ordered integer bit patterns; +0 and -0 are the same point).
+* ``round_to_format(values, fmt)``: ``round_to`` that also takes "float64" (no rounding), the
+  formats a coefficient or a replay may be in (``ROUNDING_FORMATS``);
+  ``to_ordered`` / ``from_ordered`` / ``max_ordered``: values of a format as ordered integers
+  (consecutive values one apart), for stepping through neighbours.
 * ``correctly_rounded(x, fmt, fn)``: ``fn(x)`` rounded once, correctly, to ``fmt``. The float64
   reference (``reference.gelu`` etc., relative error ~1e-16) decides the rounding, except when
   it lies within a relative ``1e-12`` of a rounding midpoint of ``fmt``; then mpmath decides,
@@ -28,6 +32,7 @@ odd, then numpy's float32 -> float16 conversion, which rounds to nearest even).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -69,6 +74,24 @@ def get_format(fmt: str | Format) -> Format:
 def max_finite(fmt: str | Format) -> float:
     f = get_format(fmt)
     return float(np.ldexp(2.0 - 2.0 ** (1 - f.precision), f.emax))
+
+
+@functools.cache
+def overflow_threshold(fmt: str) -> float:
+    """The midpoint between the largest finite value of ``fmt`` and the next power of two: from
+    there up (a tie goes to the even neighbour, infinity) values round to infinity."""
+    top = max_finite(fmt)
+    return top + 0.5 * float(ulp_of(top, fmt))
+
+
+# The formats values may be rounded to: float64 (left as they are) and FORMATS.
+ROUNDING_FORMATS = ("float64", *FORMATS)
+
+
+def check_rounding_format(fmt: str) -> str:
+    if fmt not in ROUNDING_FORMATS:
+        raise ValueError(f"fmt must be one of {ROUNDING_FORMATS}, got {fmt!r}")
+    return fmt
 
 
 # ---------------------------------------------------------------- rounding
@@ -121,6 +144,19 @@ def round_to(values, fmt: str | Format) -> np.ndarray:
         if f.name == "float16":
             return _to_f32_odd(x).astype(np.float16).astype(F64)
     return bfloat16_from_bits(bfloat16_bits(x))
+
+
+def round_to_format(values, fmt: str) -> np.ndarray:
+    """float64 values rounded to nearest (ties to even) in ``fmt``, as float64 (exact).
+
+    ``fmt``: 'float64' (a copy of the values themselves) or a name of ``FORMATS``, with
+    subnormals and overflow to infinity: ``round_to``, one correct rounding from float64 (no
+    double rounding through float32).
+    """
+    x = np.asarray(values, dtype=F64)
+    if check_rounding_format(fmt) == "float64":
+        return x.copy()
+    return round_to(x, fmt)
 
 
 def round_exact(q, fmt: str | Format) -> float:
@@ -203,10 +239,44 @@ def ulp_of(values, fmt: str | Format) -> np.ndarray:
     return np.where(np.isnan(a), np.nan, out)
 
 
-def _ordered(bits: np.ndarray, f: Format) -> np.ndarray:
-    sign = (bits >> (f.bits - 1)) & 1
+# ---------------------------------------------------------------- ordered integers
+
+_F64_MAG_MAX = 0x7FEFFFFFFFFFFFFF  # bits of the largest finite float64
+
+
+def to_ordered(values, fmt: str | Format) -> np.ndarray:
+    """Values of ``fmt`` (or float64) as ordered integers (int64): consecutive representable
+    values differ by 1, +0 and -0 are both 0, the largest finite value is ``max_ordered`` and
+    infinity one more. Values not representable in ``fmt`` raise ValueError (``to_bits``)."""
+    if fmt == "float64":
+        bits = np.asarray(values, F64).view(np.int64)
+        mag = bits & np.int64(0x7FFFFFFFFFFFFFFF)
+        return np.where(bits < 0, -mag, mag)
+    f = get_format(fmt)
+    bits = to_bits(values, f)
     mag = bits & ((1 << (f.bits - 1)) - 1)
-    return np.where(sign == 1, -mag, mag)
+    return np.where((bits >> (f.bits - 1)) & 1 == 1, -mag, mag)
+
+
+@functools.cache
+def max_ordered(fmt: str) -> int:
+    """The ordered integer of the largest finite value of ``fmt`` (cached: searches ask it per
+    candidate)."""
+    if fmt == "float64":
+        return _F64_MAG_MAX
+    return int(to_ordered(np.array([max_finite(fmt)]), fmt)[0])
+
+
+def from_ordered(o, fmt: str | Format) -> np.ndarray:
+    """The float64 values of ordered integers of ``fmt`` (the inverse of ``to_ordered``; 0 is
+    +0.0, and beyond the largest finite value, infinity)."""
+    name = fmt.name if isinstance(fmt, Format) else fmt
+    o = np.asarray(o, np.int64)
+    mag = np.minimum(np.abs(o), max_ordered(name) + 1)
+    if name == "float64":
+        return np.where(o < 0, mag | np.int64(-0x8000000000000000), mag).view(F64)
+    f = get_format(fmt)
+    return from_bits(np.where(o < 0, mag | (1 << (f.bits - 1)), mag), f)
 
 
 def ulp_distance(a, b, fmt: str | Format) -> np.ndarray:
@@ -220,7 +290,7 @@ def ulp_distance(a, b, fmt: str | Format) -> np.ndarray:
     b = np.asarray(b, F64)
     if np.any(np.isnan(a)) or np.any(np.isnan(b)):
         raise ValueError("ulp_distance is undefined for NaN")
-    return np.abs(_ordered(to_bits(a, f), f) - _ordered(to_bits(b, f), f))
+    return np.abs(to_ordered(a, f) - to_ordered(b, f))
 
 
 # ---------------------------------------------------------------- correctly rounded functions

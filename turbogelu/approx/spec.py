@@ -1,10 +1,20 @@
-"""Fitted GELU specs: build one from a fit, measure it, store it as JSON with hex floats.
+"""The kernels' spec files: their names, reading and writing, the defaults they are fitted
+with, and the polynomial kernels' own specs (built from a fit, measured, stored with hex floats).
 
-A spec file (``data/specs/gelu_<mode>.json``) holds, for one GELU form, three coefficient
-sets in the kernels' form (see ``replay``): ``forward``, ``backward_direct`` (a fit of
-GELU') and ``backward_matched`` (the forward's own derivative), each with its clamp R,
-scale 2/R^2 and float32 coefficients written as hex, plus the errors measured by replaying
-the kernels' float32 arithmetic, and the command that recreates the file.
+Three kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
+here only (``spec_path``, ``load``, ``dumps``):
+
+* ``"poly"``, ``gelu_<exact|tanh>.json``: the polynomial kernels. For one GELU form, three
+  coefficient sets in the kernels' form (see ``replay``): ``forward``, ``backward_direct`` (a
+  fit of GELU') and ``backward_matched`` (the forward's own derivative), each with its clamp R,
+  scale 2/R^2 and float32 coefficients written as hex, plus the errors measured by replaying
+  the kernels' float32 arithmetic, and the command that recreates the file. Built here.
+* ``"cells"``, ``cells/gelu_<none|tanh>.json``: the CPU's table-driven kernel (``cells.py``).
+* ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
+  CUDA path, stored as PolySpec documents (``packed.py``, ``polyspec.py``).
+
+The settings each kind is fitted with are in one table below (``DEFAULTS``,
+``PACKED_DEFAULTS``, ``CELLS_TAILS_FROM``); nothing else writes those numbers.
 """
 
 from __future__ import annotations
@@ -17,6 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+# Defined where the ops can import them without numpy; the spec module's names all the same.
+from .._spec_names import BACKWARDS as BACKWARDS
+from .._spec_names import METAL_SETS as METAL_SETS
+from .._spec_names import MODES as MODES
+from .._spec_names import PARTS as PARTS
 from . import fit, reference, replay
 
 F32 = np.float32
@@ -24,7 +39,8 @@ F32 = np.float32
 # committed data/specs, which resolve() follows, so paths name the committed files.
 SPEC_DIR = (Path(__file__).resolve().parents[1] / "_data" / "specs").resolve()
 SCHEMA_VERSION = 1
-PARTS = ("forward", "backward_direct", "backward_matched")
+# A packed spec holds one direction of one form (the polynomial and cells specs hold both).
+DIRECTIONS = ("forward", "backward")
 # The issue's measurement: a uniform grid of [-6, 6] with >= 1e6 points, plus every float32
 # within 1e-3 of +-R (where the clamp's jump and the fit's end meet).
 GRID = (-6.0, 6.0, 1_000_001)
@@ -50,6 +66,30 @@ DEFAULTS = {
     "exact": FitSettings(range=4.389, degree=8, iters=35, points=20000),
     "tanh": FitSettings(range=4.25, degree=8, iters=35, points=20000),
 }
+
+
+@dataclass(frozen=True)
+class PackedSettings:
+    """The settings of one packed bfloat16 spec (``packed.py``): degree of P and clamp R (the
+    fit interval too)."""
+
+    degree: int
+    range: float
+
+
+# The packed specs' settings, by (mode, direction), typed from the sweep of degrees 3-8 and
+# R in {3, 3.5, 4} in experiments/packed_half/feasibility.log (the best fit of each row of its
+# README's table): every finite bfloat16 input within issue 5's bound, 2x PyTorch's own error.
+PACKED_DEFAULTS = {
+    ("none", "forward"): PackedSettings(degree=4, range=3.0),
+    ("tanh", "forward"): PackedSettings(degree=3, range=3.0),
+    ("none", "backward"): PackedSettings(degree=6, range=3.5),
+    ("tanh", "backward"): PackedSettings(degree=6, range=3.5),
+}
+
+# Where the cells' tails begin (``cells.design``): beyond |x| = 5 the kernel returns x or 0,
+# off by at most x Phi(-x) = 1.4e-6 there.
+CELLS_TAILS_FROM = 5.0
 
 
 # What a kernel spec may be fitted with. Degrees: those with compiled CPU kernels
@@ -223,41 +263,125 @@ def build_spec(range_: float, iters: int, points: int, degree: int, mode: str) -
     }
 
 
-def spec_path(mode: str) -> Path:
-    return SPEC_DIR / f"gelu_{file_mode(mode)}.json"
+# ---------------------------------------------------------------- the files
 
 
-def dumps(spec: dict) -> str:
-    return json.dumps(spec, indent=2) + "\n"
+@dataclass(frozen=True)
+class Schema:
+    """One kind of spec file: where it lives under data/specs, its file name (a format string
+    of ``mode`` and ``direction``), what errors call it, the command that writes it and the
+    JSON indent of the committed files."""
+
+    folder: str
+    name: str
+    label: str
+    command: str
+    indent: int
 
 
-def load(path: str | Path) -> dict:
-    """Read and validate a spec file; a missing or malformed file raises a clear error."""
+SCHEMAS = {
+    "poly": Schema("", "gelu_{mode}.json", "spec file", "python -m turbogelu fit", 2),
+    "cells": Schema(
+        "cells", "gelu_{mode}.json", "cells spec", "python -m turbogelu.approx.cells", 1
+    ),
+    "packed": Schema(
+        "packed",
+        "gelu_{mode}_{direction}_bf16.json",
+        "packed spec",
+        "python -m turbogelu.approx.packed",
+        2,
+    ),
+}
+
+# The cells' tables: one row per coefficient of the cubic, one column per cell (the kernel's
+# CellTable; 32 = one vpermt2ps table).
+CELLS_TABLE_SHAPE = (4, 32)
+
+
+def _schema(kind: str) -> Schema:
+    try:
+        return SCHEMAS[kind]
+    except KeyError:
+        raise ValueError(f"kind must be one of {tuple(SCHEMAS)}, got {kind!r}") from None
+
+
+def spec_path(
+    mode: str, kind: str = "poly", direction: str | None = None, *, root: str | Path | None = None
+) -> Path:
+    """The file of one spec: data/specs/gelu_<exact|tanh>.json (the polynomial specs name the
+    exact form "exact"), cells/gelu_<none|tanh>.json, packed/gelu_<mode>_<direction>_bf16.json.
+    ``root``: a folder laid out like data/specs instead of the committed one."""
+    schema = _schema(kind)
+    if ("{direction}" in schema.name) != (direction is not None):
+        need = "needs" if direction is None else "takes no"
+        raise ValueError(f"a {kind} spec path {need} a direction")
+    name = schema.name.format(mode=file_mode(mode) if kind == "poly" else mode, direction=direction)
+    return (SPEC_DIR if root is None else Path(root)) / schema.folder / name
+
+
+def dumps(doc: dict, kind: str = "poly") -> str:
+    """The text of a spec file (as the committed files are written)."""
+    return json.dumps(doc, indent=_schema(kind).indent) + "\n"
+
+
+def load(path: str | Path, kind: str = "poly") -> dict:
+    """Read and validate a spec file of ``kind``; a missing or malformed file raises an error
+    naming it."""
+    schema = _schema(kind)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"spec file not found: {path} (make it with `python -m turbogelu fit`)"
+            f"{schema.label} not found: {path} does not exist (made by `{schema.command}`)"
         )
     try:
-        spec = json.loads(path.read_text())
+        doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ValueError(f"spec file {path} is not valid JSON: {e}") from e
+        raise ValueError(f"{schema.label} {path} is not valid JSON: {e}") from e
     try:
-        if spec["schema"] != SCHEMA_VERSION:
-            raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
-        reference.check_mode(spec["approximate"])
-        for name in PARTS:
-            part = spec[name]
-            from_hex(part["clamp"])
-            from_hex(part["scale"])
-            coeffs = [from_hex(c) for c in part["coefficients"]]
-            if len(coeffs) != part["degree"] + 1:
-                raise ValueError(f"{name}: degree {part['degree']} but {len(coeffs)} coefficients")
-        if spec["default_backward"] not in ("direct", "matched"):
-            raise ValueError(f"default_backward is {spec['default_backward']!r}")
+        _CHECKS[kind](doc)
     except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"spec file {path} is malformed: {e!r}") from e
-    return spec
+        raise ValueError(f"{schema.label} {path} is malformed: {e!r}") from e
+    return doc
+
+
+def _check_poly(spec: dict) -> None:
+    if spec["schema"] != SCHEMA_VERSION:
+        raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
+    reference.check_mode(spec["approximate"])
+    for name in PARTS:
+        part = spec[name]
+        from_hex(part["clamp"])
+        from_hex(part["scale"])
+        coeffs = [from_hex(c) for c in part["coefficients"]]
+        if len(coeffs) != part["degree"] + 1:
+            raise ValueError(f"{name}: degree {part['degree']} but {len(coeffs)} coefficients")
+    if spec["default_backward"] not in BACKWARDS:
+        raise ValueError(f"default_backward is {spec['default_backward']!r}")
+
+
+def _check_cells(spec: dict) -> None:
+    if spec["kind"] != "cells":
+        raise ValueError(f"kind is {spec['kind']!r}, not a cells spec")
+    for name in PARTS:
+        part = spec[name]
+        for key in ("scale", "clamp", "offset"):
+            from_hex(part[key])
+        table = part["table"]
+        rows, cols = CELLS_TABLE_SHAPE
+        if len(table) != rows or {len(row) for row in table} != {cols}:
+            raise ValueError(f"{name}.table is not {rows} rows of {cols} values")
+        for row in table:
+            for v in row:
+                from_hex(v)
+
+
+def _check_packed(spec: dict) -> None:
+    from .polyspec import PolySpec  # polyspec imports this module
+
+    PolySpec.from_dict(spec)  # the PolySpec document's own checks
+
+
+_CHECKS = {"poly": _check_poly, "cells": _check_cells, "packed": _check_packed}
 
 
 def part_values(part: dict) -> dict:

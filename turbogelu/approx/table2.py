@@ -378,7 +378,7 @@ def structure(ps: PolySpec) -> dict:
     parity = ps.tgt.residual_parity
     want = 0 if parity == "even" else 1
     r0 = float(ps.residual_approx(np.zeros(1))[0])
-    # polyspec._program multiplies by x itself (no copysign) when the last factor is u.
+    # replay.program multiplies by x itself (no copysign) when the last factor is u.
     through_x = ps.factor >= 1 and (ps.variable == "u" or ps.factor % 2 == 1)
     ops = ps.op_count("horner", fma=True)
     return {
