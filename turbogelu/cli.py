@@ -187,6 +187,8 @@ def _cmd_report(args) -> int:
 
     from .approx import replay, report, rounding, spec
 
+    if args.spec is None:  # the package's copy: the same from a checkout or an installed wheel
+        args.spec = spec.spec_path("none")
     s = spec.load(args.spec)
     part = spec.part_values(s[args.part])
     grad = args.part != "forward"
@@ -305,7 +307,12 @@ def main(argv=None) -> int:
     c.set_defaults(func=_cmd_codegen)
 
     r = sub.add_parser("report", help="exhaustive bf16/fp16 and dense float32 error report")
-    r.add_argument("--spec", type=Path, default=Path("data/specs/gelu_exact.json"))
+    r.add_argument(
+        "--spec",
+        type=Path,
+        default=None,
+        help="a kernel spec file (the shipped exact-GELU spec, from the package's data)",
+    )
     r.add_argument("--part", choices=PARTS, default="forward")
     r.add_argument("--worst", action="store_true", help="also list the worst inputs")
     r.add_argument("--out", default=None, help="write the report as JSON here")
