@@ -607,14 +607,16 @@ def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
     behind a fake torch.cuda (the real run is tests/gpu_check.sh's)."""
     from experiments import bench_cuda
 
-    def cpu_inputs(dtype, size, seed=0):
+    def cpu_inputs(dtype, size, seed=0, device="cuda"):
         g = torch.Generator().manual_seed(seed)
         dt = getattr(torch, dtype)
         return (torch.randn(size, generator=g) * 3).to(dt), torch.randn(size, generator=g).to(dt)
 
     info = {"gpu": "Fake GPU", "capability": "9.0", "sms": 132, "memory_gib": 1.0}
     monkeypatch.setattr(bench_cuda, "_inputs", cpu_inputs)
-    monkeypatch.setattr(bench_cuda, "device_info", lambda: {**info, "torch": "x", "cuda": "y"})
+    monkeypatch.setattr(
+        bench_cuda, "device_info", lambda device="cuda": {**info, "torch": "x", "cuda": "y"}
+    )
     monkeypatch.setattr(bench_cuda, "ROOFLINE_FROM", 1 << 12)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
@@ -629,15 +631,54 @@ def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
         "GPU: Fake GPU (sm_90, 132 SMs" in text and "| forward | bfloat16 | 4096 | copy |" in text
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 2 * (3 * 5 + 1) and {r["bench"] for r in rows} == {"cuda-ops"}
+    # forward: 7 methods (8 with packed for bfloat16), backward: 6 (7)
+    assert len(rows) == 3 * 7 + 1 + 3 * 6 + 1 and {r["bench"] for r in rows} == {"cuda-ops"}
     packed = {(r["direction"], r["dtype"]) for r in rows if r["method"] == "turbogelu (packed)"}
     assert packed == {("forward", "bfloat16"), ("backward", "bfloat16")}
+    assert {r["method"] for r in rows} >= {"turbogelu (misaligned)", "turbogelu (wrapper)"}
     assert all(r["gb_per_s"] > 0 and r["rounds"] == 3 for r in rows)
     assert "of the roofline" in text and "F.gelu" in text
+    assert "PASS: " not in text and "FAIL: " not in text  # 4096 is no judged size
+    assert "reported: forward  float32" in text
 
     sweep = tmp_path / "sweep.jsonl"
     args = ["--sizes", "1024,8192", "--dtypes", "float16", "--rounds", "2", "--out", str(sweep)]
     assert bench_cuda.main(args) == 0
     rows = [json.loads(line) for line in sweep.read_text().splitlines()]
-    assert {r["size"] for r in rows} == {1024, 8192} and len(rows) == 2 * 2 * 5
+    assert {r["size"] for r in rows} == {1024, 8192} and len(rows) == 2 * (7 + 6)
     assert {r["calls"] for r in rows} == {100}  # min(100, 2^27 / size)
+
+
+def test_bench_cuda_judges_its_bars_into_the_exit_status(monkeypatch):
+    """--judge: 3 when the forward op is above 1.05x F.gelu at --op-size or the op beyond
+    1.10x the copy / mul limit at --roofline-size; other rows are reported, never judged."""
+    from experiments import bench_cuda
+
+    def row(direction, dtype, size, method, us):
+        return {"direction": direction, "dtype": dtype, "size": size, "method": method,
+                "median_us": us, "gb_per_s": 1.0, "per_limit": None}  # fmt: skip
+
+    def rows(op_us, limit_ratio, wrapper_us=50.0):
+        out = [
+            row("forward", "float32", 1 << 20, "turbogelu", op_us),
+            row("forward", "float32", 1 << 20, "turbogelu (wrapper)", wrapper_us),
+            row("forward", "float32", 1 << 20, "torch exact", 10.0),
+            row("backward", "float32", 1 << 20, "turbogelu", 99.0),  # not judged at 1M
+            row("backward", "float32", 1 << 20, "torch exact", 10.0),
+        ]
+        for d in ("forward", "backward"):
+            out.append({**row(d, "float32", 1 << 28, "turbogelu", 1.0), "per_limit": limit_ratio})
+            slow = {**row(d, "float32", 1 << 28, "turbogelu (misaligned)", 2.0), "per_limit": 9.0}
+            out.append(slow)  # reported only
+        return out
+
+    def judged(rs):
+        return [ok for ok, _ in bench_cuda.verdicts(rs) if ok is not None]
+
+    assert judged(rows(10.5, 1.10)) == [True, True, True]
+    assert judged(rows(10.6, 1.10)) == [False, True, True]
+    assert judged(rows(10.0, 1.11)) == [True, False, False]
+    lines = bench_cuda.render_verdicts(bench_cuda.verdicts(rows(10.0, 1.0)))
+    assert lines[0].startswith("PASS: forward  float32     1048576: turbogelu 10.0 us, 1.000 x")
+    assert "the wrapper turbogelu.gelu: 50.0 us, 5.000 x (reported)" in lines[0]
+    assert any(line.startswith("reported: ") and "misaligned" in line for line in lines)
