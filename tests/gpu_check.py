@@ -95,7 +95,8 @@ def build(jobs: int) -> None:
     torch's BuildExtension compiles one source after the other, which on the GPU machine could
     take most of the check's time; there, distutils' compile loop is replaced by one that runs
     the C++ sources on `jobs` threads. The CUDA sources go first, one at a time: torch's
-    compile wrapper swaps the compiler to nvcc on the shared compiler object for them.
+    compile wrapper swaps the compiler to nvcc on the shared compiler object for them; and no
+    ccache wrapper (TORCH_NO_COMPILER_WRAPPER), which that swap would stack up across threads.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -131,6 +132,7 @@ def build(jobs: int) -> None:
         return objects
 
     ccompiler.CCompiler.compile = compile_parallel  # torch's ninja path overrides it per object
+    os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
     os.chdir(ROOT)
     sys.argv = ["setup.py", "build_ext", "--inplace"]
     import runpy
