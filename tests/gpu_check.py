@@ -98,10 +98,20 @@ def build(jobs: int) -> None:
     compile wrapper swaps the compiler to nvcc on the shared compiler object for them; and no
     ccache wrapper (TORCH_NO_COMPILER_WRAPPER), which that swap would stack up across threads.
     """
+    import runpy
     from concurrent.futures import ThreadPoolExecutor
 
-    import setuptools  # noqa: F401  (its distutils)
-    from setuptools._distutils import ccompiler
+    os.chdir(ROOT)
+    sys.argv = ["setup.py", "build_ext", "--inplace"]
+    try:
+        import setuptools  # noqa: F401  (its distutils)
+        from setuptools._distutils import ccompiler
+
+        ccompiler.CCompiler._setup_compile  # noqa: B018  (what compile_parallel relies on)
+    except (ImportError, AttributeError) as e:  # another setuptools: torch's own build
+        print(f"gpu_check build: no parallel fallback ({e}); building as setup.py does")
+        runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
+        return
 
     def compile_parallel(
         self,
@@ -133,10 +143,6 @@ def build(jobs: int) -> None:
 
     ccompiler.CCompiler.compile = compile_parallel  # torch's ninja path overrides it per object
     os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
-    os.chdir(ROOT)
-    sys.argv = ["setup.py", "build_ext", "--inplace"]
-    import runpy
-
     runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
 
 
