@@ -8,6 +8,9 @@
 * ``_set_poly_scheme`` ("horner" | "estrin") and ``_set_parallel_grain`` (kernels/cpu/
   gelu_ops.cpp): process-wide switches of the kernels that only the benchmark, the notebooks
   and the tests turn. Each returns the previous value.
+* ``_cuda_last_launch()`` (CUDA builds only, kernels/cuda/gelu_cuda.cpp): [blocks, blocks per
+  SM, SMs] of the last CUDA kernel launch, which tests/test_cuda.py checks against the
+  occupancy that the kernels' registers allow.
 
 Importing this module loads the extension (through ``turbogelu.ops``) and registers the
 probes' fake kernels, so that they trace like the ops (opcheck).

@@ -5,11 +5,15 @@ Two parts:
 * **build** (run everywhere): when setup.py decided to compile CUDA (turbogelu/_build.py), the
   five ops have CUDA kernels registered; the toolkit is found through a wrapper-script nvcc;
   and the PTX that nvcc makes from gelu_kernels.cu with the build's flags does exactly the
-  template's arithmetic (its fma and mul counts, no flush-to-zero, no unfused add, 128-bit
-  accesses), which is what lets the CPU's exhaustive tests of poly_eval.h speak for the GPU.
-* **run** (needs a GPU; skipped cleanly without one): every op, layout, dtype and special value
-  on cuda gives the CPU kernels' bits, every bfloat16 / float16 input included; opcheck,
-  gradcheck, out= / in-place / errors, streams, torch.compile. ``tests/gpu_check.sh`` runs it.
+  template's arithmetic (its fma and mul counts, no flush-to-zero, no unfused add), stores 16
+  bytes at a time after a peeled head whatever the tensor's address, which is what lets the
+  CPU's exhaustive tests of poly_eval.h speak for the GPU; ptxas gives every kernel at most 64
+  registers and no spill, and the extension sizes its grids with the occupancy API.
+* **run** (needs a GPU; skipped cleanly without one): every op, layout, dtype, special value
+  and 16-byte offset on cuda gives the CPU kernels' bits, every bfloat16 / float16 input
+  included, and a bfloat16 tensor past 2^31 elements on slices; opcheck, gradcheck, out= /
+  in-place / errors, streams, torch.compile; the grid is one wave of what fits on an SM.
+  ``tests/gpu_check.sh`` runs it (TURBOGELU_TEST_DEVICE=cpu: against the CPU, its dry run).
 
 Only torch and pytest are needed (the GPU machine has no numpy/scipy guarantee): the oracle is
 the CPU kernel, whose accuracy tests/test_accuracy.py proves against mpmath.
@@ -25,6 +29,7 @@ import shutil
 import subprocess
 import time
 
+import gpu_check
 import pytest
 import torch
 from conftest import (
@@ -32,7 +37,6 @@ from conftest import (
     BACKWARDS,
     DTYPES,
     HALF_DTYPES,
-    ROOT,
     assert_same_bits,
     clamp_radius,
 )
@@ -139,39 +143,29 @@ def _nvcc() -> str | None:
 
 @pytest.fixture(scope="module")
 def ptx_kernels() -> dict[str, str]:
-    """{mangled kernel name: its PTX body}, compiled (about 1 s) with the build's flags."""
+    """{mangled kernel name: its PTX body}, compiled (about 3 s) with the build's flags."""
     nvcc = _nvcc()
     if nvcc is None:
         pytest.skip("no CUDA toolkit")
-    flags = [f for f in _build.NVCC_FLAGS if not f.startswith("-Xcompiler")]
-    cmd = [
-        nvcc,
-        "-ptx",
-        "-arch=compute_90",
-        *flags,
-        # as torch's CUDAExtension adds them
-        "-D__CUDA_NO_HALF_OPERATORS__",
-        "-D__CUDA_NO_HALF_CONVERSIONS__",
-        "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-        "-D__CUDA_NO_HALF2_OPERATORS__",
-        f"-I{ROOT / 'kernels' / 'include'}",
-        str(ROOT / "kernels" / "cuda" / "gelu_kernels.cu"),
-        "-o",
-        "-",
-    ]
+    cmd = [nvcc, "-ptx", "-arch=compute_90", *gpu_check.nvcc_device_flags(),
+           str(gpu_check.KERNELS_CU), "-o", "-"]  # fmt: skip
     ptx = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300).stdout
     parts = re.split(r"^\.visible \.entry |^\.entry ", ptx, flags=re.M)[1:]
     return {p.split("(", 1)[0]: p for p in parts}
 
 
+KUNROLL = 2  # kUnroll in gelu_kernels.cu: 16-byte packs per thread per loop trip
+ELEMENT_BYTES = {"f": 4, "d": 8, "6__half": 2, "13__nv_bfloat16": 2}
+
+
 def _kernel_params(name: str) -> tuple[str, int, int, int, bool]:
-    """(storage type, elements per access, coefficients, scheme, backward) from the name
-    gelu_kernel<T, V, N, S, Backward>."""
+    """(storage type, elements per 16-byte access, coefficients, scheme, backward) from the
+    name gelu_kernel<T, N, S, Backward>."""
     m = re.search(
-        r"gelu_kernelI(f|d|6__half|13__nv_bfloat16)Li(\d+)ELi(\d+)ELNS_6SchemeE(\d)ELb(\d)E", name
+        r"gelu_kernelI(f|d|6__half|13__nv_bfloat16)Li(\d+)ELNS_6SchemeE(\d)ELb(\d)E", name
     )
     assert m, name
-    return m[1], int(m[2]), int(m[3]), int(m[4]), m[5] == "1"
+    return m[1], 16 // ELEMENT_BYTES[m[1]], int(m[2]), int(m[3]), m[4] == "1"
 
 
 def _generic(ptx_kernels):
@@ -179,44 +173,68 @@ def _generic(ptx_kernels):
 
 
 def _packed(ptx_kernels):
-    """{(elements per access, coefficients, backward): PTX} of packed_bf16_kernel<V, N, B>."""
+    """{(coefficients, backward): PTX} of packed_bf16_kernel<N, Backward>."""
     out = {}
     for name, body in ptx_kernels.items():
-        m = re.search(r"packed_bf16_kernelILi(\d+)ELi(\d+)ELb(\d)E", name)
+        m = re.search(r"packed_bf16_kernelILi(\d+)ELb(\d)E", name)
         if m:
-            out[(int(m[1]), int(m[2]), m[3] == "1")] = body
+            out[(int(m[1]), m[2] == "1")] = body
     return out
 
 
+def _stores(body: str) -> tuple[int, int]:
+    """(16-byte stores, element stores) to global memory."""
+    wide = len(re.findall(r"\bst\.global\.v\d\.", body))
+    return wide, len(re.findall(r"\bst\.global\.(?!v\d)", body))
+
+
+def _loops(backward: bool) -> int:
+    """Copies of the 16-byte loop: one per case of the inputs' offsets against out (x, and
+    grad for the backward, each at out's offset in a 16-byte line or not)."""
+    return 4 if backward else 2
+
+
 def test_ptx_has_every_kernel(ptx_kernels):
-    # 4 dtypes x (vector, scalar) x 2 schemes x 2 directions, degree 8; and the packed
-    # bfloat16 path: 3 degrees x (vector, scalar) x 2 directions
-    assert len(_generic(ptx_kernels)) == 32
-    assert set(_packed(ptx_kernels)) == {
-        (v, d + 1, b) for v in (8, 1) for d in (3, 4, 6) for b in (False, True)
-    }
+    # 4 dtypes x 2 schemes x 2 directions, degree 8, and the packed bfloat16 path: 3 degrees x
+    # 2 directions. One kernel per dtype and direction: no one-element-per-access variant,
+    # every tensor, aligned or not, runs the 16-byte kernel.
+    assert len(_generic(ptx_kernels)) == 16
+    assert set(_packed(ptx_kernels)) == {(d + 1, b) for d in (3, 4, 6) for b in (False, True)}
     seen = {_kernel_params(n) for n in _generic(ptx_kernels)}
     assert {(t, v) for t, v, *_ in seen} == {
-        ("f", 4), ("f", 1), ("d", 2), ("d", 1),
-        ("6__half", 8), ("6__half", 1), ("13__nv_bfloat16", 8), ("13__nv_bfloat16", 1),
-    }  # fmt: skip
+        ("f", 4),
+        ("d", 2),
+        ("6__half", 8),
+        ("13__nv_bfloat16", 8),
+    }
+
+
+def _clamp_squares(body: str, ft: str) -> int:
+    """Multiplies R*R: a float of the coefficient parameter (or its conversion to float64)
+    by itself. Only the clamp R is squared: the coefficients and the scale never are."""
+    regs = set(re.findall(r"ld\.param\.f32\s+(%f\d+), \[%rd\d+(?:\+-?\d+)?\];", body))
+    for r in list(regs):
+        regs |= set(re.findall(rf"cvt\.f64\.f32\s+(%fd\d+), {r};", body))
+    squares = re.findall(rf"\bmul\.rn\.{ft}\s+%\w+, (%\w+), (%\w+);", body)
+    return sum(a == b and a in regs for a, b in squares)
 
 
 def test_ptx_does_the_templates_arithmetic(ptx_kernels):
     """Per element: N + 1 fused multiply-adds (z, the N - 1 steps of P, 1/2 + x P), no other
     floating add; multiplies: x*x and x*inner (or grad*d), plus Estrin's powers of z, plus
-    the hoisted R*R; no
+    R*R, hoisted out of the loops (a few times: the loop copies and the head and tail); no
     flush-to-zero; coefficients read from the parameter space (no local-memory copy)."""
     for name, body in _generic(ptx_kernels).items():
-        t, _, n, scheme, _ = _kernel_params(name)
+        t, _, n, scheme, backward = _kernel_params(name)
         ft = "f64" if t == "d" else "f32"
         fma = len(re.findall(rf"\bfma\.rn\.{ft}\b", body))
         mul = len(re.findall(rf"\bmul\.rn\.{ft}\b", body))
         assert fma > 0 and fma % (n + 1) == 0, (name, fma)
         elements = fma // (n + 1)
         powers = 0 if scheme == 0 else math.ceil(math.log2(n)) - 1  # z^2, z^4, ... used
-        # + R*R, computed once per loop (the main loop and the tail: at most 2)
-        assert 0 <= mul - elements * (2 + powers) <= 2, (name, mul, elements)
+        r2 = _clamp_squares(body, ft)
+        assert 1 <= r2 <= KUNROLL * _loops(backward) + 1, (name, r2)
+        assert mul == elements * (2 + powers) + r2, (name, mul, elements, r2)
         assert not re.search(rf"\b(add|sub)(\.rn)?\.{ft}\b", body), name
         assert ".ftz" not in body, name
         assert "ld.local" not in body and "st.local" not in body, name
@@ -225,27 +243,77 @@ def test_ptx_does_the_templates_arithmetic(ptx_kernels):
 def test_ptx_packed_kernels_do_the_programs_arithmetic_in_bfloat16(ptx_kernels):
     """Per pair of elements: N + 1 bfloat16x2 FMAs and 2 bfloat16x2 multiplies (+ R*R,
     hoisted), two lane compares; no float32 arithmetic at all."""
-    for (v, n, backward), body in _packed(ptx_kernels).items():
+    for (n, backward), body in _packed(ptx_kernels).items():
         fma = len(re.findall(r"\bfma\.rn\.bf16x2\b", body))
         mul = len(re.findall(r"\bmul(\.rn)?\.bf16x2\b", body))
-        assert fma > 0 and fma % (n + 1) == 0, (v, n, backward, fma)
+        assert fma > 0 and fma % (n + 1) == 0, (n, backward, fma)
         pairs = fma // (n + 1)
-        assert 0 <= mul - 2 * pairs <= 2, (v, n, backward, mul, pairs)
+        assert 0 <= mul - 2 * pairs <= _loops(backward) + 1, (n, backward, mul, pairs)
         assert len(re.findall(r"\bset\.gt\.u32\.bf16x2\b", body)) == 2 * pairs
-        assert not re.search(r"\b(fma|mul|add|sub)(\.rn)?\.f32\b", body), (v, n, backward)
+        assert not re.search(r"\b(fma|mul|add|sub)(\.rn)?\.f32\b", body), (n, backward)
         assert "ld.local" not in body and "st.local" not in body
-        if v == 8:
-            assert re.search(r"\bld\.global\.v4\.u32\b", body)
+        assert re.search(r"\bld\.global\.v4\.u32\b", body)
 
 
-def test_ptx_vector_kernels_move_16_bytes(ptx_kernels):
-    for name, body in _generic(ptx_kernels).items():
-        t, v, *_ = _kernel_params(name)
-        wide = re.findall(r"\b(?:ld|st)\.global\.v(\d)\.(?:f32|u32|f64|u64|b32|b64)\b", body)
-        if v > 1:
-            assert wide and all(int(w) * (8 if t == "d" else 4) == 16 for w in wide), name
-        else:
-            assert not wide, name
+def test_ptx_kernels_store_16_bytes_after_a_peeled_head(ptx_kernels):
+    """Every store is 16 bytes wide but one: the element store of the head (before out's
+    first 16-byte boundary) and the tail, fewer than 2 x 16 bytes whatever the address. The
+    16-byte loop is there once per case of the inputs' offsets: an input at out's offset in
+    its 16-byte line is read 16 bytes at a time, any other element by element (each kernel
+    compares the addresses: xor, then & 15). So a misaligned tensor no longer sends the
+    whole tensor down element accesses."""
+    kernels = [
+        (_kernel_params(n)[0], _kernel_params(n)[4], b) for n, b in _generic(ptx_kernels).items()
+    ]
+    kernels += [("13__nv_bfloat16", bw, b) for (_, bw), b in _packed(ptx_kernels).items()]
+    for t, backward, body in kernels:
+        unroll = 1 if "bf16x2" in body else KUNROLL  # the packed loop moves one pack a trip
+        wide, single = _stores(body)
+        assert (wide, single) == (_loops(backward) * unroll, 1), (t, backward, wide, single)
+        widths = re.findall(r"\b(?:ld|st)\.global\.v(\d)\.(?:f32|u32|f64|u64|b32|b64)\b", body)
+        assert widths and all(int(w) * (8 if t == "d" else 4) == 16 for w in widths), t
+        assert re.search(r"\bxor\.b64\b", body) and re.search(
+            r"\band\.b64\s+%rd\d+, %rd\d+, 15;", body
+        )
+
+
+# ------------------------------------------------------------------ registers and grid
+
+
+@pytest.fixture(scope="module")
+def sm90_resources() -> dict[str, dict]:
+    """{mangled kernel: registers, stack, local} of the sm_90 code, from ptxas (about 4 s)."""
+    if _nvcc() is None:
+        pytest.skip("no CUDA toolkit")
+    return gpu_check.compile_resources("sm_90")
+
+
+def test_kernels_keep_4_blocks_per_sm_without_spills(sm90_resources):
+    """At most 64 registers and no spill (stack or local memory) in any kernel, so that at
+    least 4 blocks of 256 threads (half the SM's threads) stay resident on sm_90; how many
+    exactly is the launcher's to ask (cudaOccupancyMaxActiveBlocksPerMultiprocessor)."""
+    described = {gpu_check.describe(n): u for n, u in sm90_resources.items()}
+    assert None not in described and len(described) == 16 + 6
+    for name, u in described.items():
+        assert u["stack"] == 0 and u["local"] == 0, (name, u)
+        assert u["regs"] <= 64 and gpu_check.blocks_per_sm(u["regs"]) >= 4, (name, u)
+
+
+def test_launcher_sizes_the_grid_from_the_occupancy_api():
+    """The built extension asks the runtime how many blocks of each kernel fit on an SM
+    (its registers decide: 4 to 8 here) rather than assuming 8, which gave 1.33 or 2 waves
+    of the kernels with more than 32 registers."""
+    if not _cuda_built_here() or not torch._C._dispatch_has_kernel_for_dispatch_key(
+        "turbogelu::gelu", "CUDA"
+    ):
+        pytest.skip("the extension here has no CUDA kernels")
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm")
+    so = gpu_check.extension_path()
+    symbols = subprocess.run([nm, "-D", str(so)], capture_output=True, text=True, check=True)
+    assert "cudaOccupancyMaxActiveBlocksPerMultiprocessor" in symbols.stdout
+    assert hasattr(BENCH_OPS, "_cuda_last_launch")
 
 
 # ================================================================== run (GPU)
@@ -360,6 +428,113 @@ def test_sizes_tails_and_alignments(dtype):
     _same_as_cpu(
         OPS.gelu_backward(gc[1:1001], big_c[:1000]), OPS.gelu_backward(g[1:1001], big[:1000])
     )
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=_name)
+def test_every_16_byte_phase_of_x_grad_and_out(dtype):
+    """x, grad and out each at every offset in a 16-byte line (8 elements cover every phase
+    of each dtype): the kernels peel to out's boundary and read an input at another phase
+    element by element; the bits stay the CPU's."""
+    base = _mixed(1100, dtype, seed=8)
+    grad = _mixed(1100, dtype, seed=9)
+    base_c, grad_c = base.to(DEVICE), grad.to(DEVICE)
+    for n in (13, 1003):
+        for xo in range(8):
+            x, xc = base[xo : xo + n], base_c[xo : xo + n]
+            y = OPS.gelu(x)
+            for oo in range(8):
+                out = torch.empty(n + 8, dtype=dtype, device=DEVICE)[oo : oo + n]
+                OPS.gelu.out(xc, out=out)
+                _same_as_cpu(out, y, f"gelu.out n={n} x at {xo}, out at {oo}")
+                for go in range(8):
+                    g, gc = grad[go : go + n], grad_c[go : go + n]
+                    dout = torch.empty(n + 8, dtype=dtype, device=DEVICE)[oo : oo + n]
+                    OPS.gelu_backward.out(gc, xc, out=dout)
+                    msg = f"gelu_backward.out n={n} x at {xo}, grad at {go}, out at {oo}"
+                    _same_as_cpu(dout, OPS.gelu_backward(g, x), msg)
+
+
+@needs_gpu
+@cuda_only
+def test_grid_is_one_wave_of_what_fits_on_an_sm():
+    """The launcher sizes the grid from cudaOccupancyMaxActiveBlocksPerMultiprocessor: with
+    more work than one wave, exactly SMs x blocks per SM; and on sm_90 blocks per SM is what
+    the kernel's registers allow (cuobjdump on the built extension, when found)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    usage = {}
+    cuobjdump = gpu_check.find_cuobjdump()
+    if cuobjdump and (props.major, props.minor) == (9, 0):
+        found = gpu_check.extension_resources(gpu_check.extension_path(), cuobjdump)
+        usage = {gpu_check.describe(n): u for n, u in found.items() if u["arch"] == "sm_90"}
+    probe = BENCH_OPS._cuda_last_launch
+    for dtype in DTYPES:
+        x = torch.randn(1 << 24, device=DEVICE).to(dtype)
+        name = str(dtype).removeprefix("torch.")
+        for direction in ("forward", "backward"):
+            if direction == "forward":
+                OPS.gelu(x)
+            else:
+                OPS.gelu_backward(x, x)
+            blocks, per_sm, sms = probe()
+            assert sms == props.multi_processor_count, (name, direction)
+            assert 1 <= per_sm <= 2048 // 256, (name, direction, per_sm)
+            assert blocks == sms * per_sm, (name, direction, blocks, sms, per_sm)
+            u = usage.get(f"{name} {direction} horner (degree 8)")
+            if u is not None:
+                assert per_sm == gpu_check.blocks_per_sm(u["regs"]), (name, direction, u)
+        OPS.gelu(x[:100])
+        assert probe()[0] == 1  # the head and tail alone: one block
+    with turbogelu.ops.use_cuda_packed():
+        xb = torch.randn(1 << 24, device=DEVICE, dtype=torch.bfloat16)
+        OPS.gelu(xb)
+        blocks, per_sm, sms = probe()
+        assert blocks == sms * per_sm
+
+
+@needs_gpu
+@cuda_only
+def test_bfloat16_beyond_2_31_elements_on_slices():
+    """A bfloat16 tensor of 2^31 + 2^20 + 7 elements (indices past int32), every bit
+    pattern repeated: forward, backward, in place on a misaligned view and the packed path,
+    compared with the CPU (the packed path with itself on the same slice alone) on slices
+    at the start, around 2^31 and at the end."""
+    n = (1 << 31) + (1 << 20) + 7
+    free, _ = torch.cuda.mem_get_info()
+    if free < 4 * 2 * n:
+        pytest.skip(f"needs {4 * 2 * n / 2**30:.0f} GiB of free GPU memory, has {free / 2**30:.0f}")
+    pattern = all_inputs(torch.bfloat16).view(torch.int16).to(DEVICE)
+    bits = torch.empty(n, dtype=torch.int16, device=DEVICE)
+    full = n - n % pattern.numel()
+    bits[:full].view(-1, pattern.numel()).copy_(pattern)
+    bits[full:].copy_(pattern[: n - full])
+    x = bits.view(torch.bfloat16)
+    del bits
+    length = 70_001
+    starts = [0, (1 << 31) - length // 2, (1 << 31) - 5, (1 << 31) + 3, n - length]
+
+    def slices(got, reference):
+        for s0 in starts:
+            xs = x[s0 : s0 + length]
+            _same_as_cpu(got[s0 : s0 + length], reference(xs), f"slice at {s0}")
+
+    slices(OPS.gelu(x), lambda xs: OPS.gelu(xs.cpu()))
+    slices(
+        OPS.gelu_backward(x, x, "tanh"), lambda xs: OPS.gelu_backward(xs.cpu(), xs.cpu(), "tanh")
+    )
+    y = x.clone()
+    view = y[1:]  # 2 bytes off: the peeled path, in place, past 2^31
+    OPS.gelu_(view)
+    starts = [s0 - 1 for s0 in starts[1:]]
+    for s0 in starts:
+        expected = OPS.gelu(x[s0 + 1 : s0 + 1 + length].cpu())
+        _same_as_cpu(view[s0 : s0 + length], expected, f"gelu_ slice at {s0}")
+    del y, view
+    with turbogelu.ops.use_cuda_packed():
+        got = OPS.gelu(x)
+        for s0 in starts:
+            alone = OPS.gelu(x[s0 : s0 + length].clone())
+            assert_same_bits(got[s0 : s0 + length].cpu(), alone.cpu(), f"packed slice at {s0}")
 
 
 @needs_gpu
@@ -607,14 +782,16 @@ def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
     behind a fake torch.cuda (the real run is tests/gpu_check.sh's)."""
     from experiments import bench_cuda
 
-    def cpu_inputs(dtype, size, seed=0):
+    def cpu_inputs(dtype, size, seed=0, device="cuda"):
         g = torch.Generator().manual_seed(seed)
         dt = getattr(torch, dtype)
         return (torch.randn(size, generator=g) * 3).to(dt), torch.randn(size, generator=g).to(dt)
 
     info = {"gpu": "Fake GPU", "capability": "9.0", "sms": 132, "memory_gib": 1.0}
     monkeypatch.setattr(bench_cuda, "_inputs", cpu_inputs)
-    monkeypatch.setattr(bench_cuda, "device_info", lambda: {**info, "torch": "x", "cuda": "y"})
+    monkeypatch.setattr(
+        bench_cuda, "device_info", lambda device="cuda": {**info, "torch": "x", "cuda": "y"}
+    )
     monkeypatch.setattr(bench_cuda, "ROOFLINE_FROM", 1 << 12)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
@@ -629,15 +806,54 @@ def test_bench_cuda_pipeline_with_a_fake_device(monkeypatch, tmp_path, capsys):
         "GPU: Fake GPU (sm_90, 132 SMs" in text and "| forward | bfloat16 | 4096 | copy |" in text
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 2 * (3 * 5 + 1) and {r["bench"] for r in rows} == {"cuda-ops"}
+    # forward: 7 methods (8 with packed for bfloat16), backward: 6 (7)
+    assert len(rows) == 3 * 7 + 1 + 3 * 6 + 1 and {r["bench"] for r in rows} == {"cuda-ops"}
     packed = {(r["direction"], r["dtype"]) for r in rows if r["method"] == "turbogelu (packed)"}
     assert packed == {("forward", "bfloat16"), ("backward", "bfloat16")}
+    assert {r["method"] for r in rows} >= {"turbogelu (misaligned)", "turbogelu (wrapper)"}
     assert all(r["gb_per_s"] > 0 and r["rounds"] == 3 for r in rows)
     assert "of the roofline" in text and "F.gelu" in text
+    assert "PASS: " not in text and "FAIL: " not in text  # 4096 is no judged size
+    assert "reported: forward  float32" in text
 
     sweep = tmp_path / "sweep.jsonl"
     args = ["--sizes", "1024,8192", "--dtypes", "float16", "--rounds", "2", "--out", str(sweep)]
     assert bench_cuda.main(args) == 0
     rows = [json.loads(line) for line in sweep.read_text().splitlines()]
-    assert {r["size"] for r in rows} == {1024, 8192} and len(rows) == 2 * 2 * 5
+    assert {r["size"] for r in rows} == {1024, 8192} and len(rows) == 2 * (7 + 6)
     assert {r["calls"] for r in rows} == {100}  # min(100, 2^27 / size)
+
+
+def test_bench_cuda_judges_its_bars_into_the_exit_status(monkeypatch):
+    """--judge: 3 when the forward op is above 1.05x F.gelu at --op-size or the op beyond
+    1.10x the copy / mul limit at --roofline-size; other rows are reported, never judged."""
+    from experiments import bench_cuda
+
+    def row(direction, dtype, size, method, us):
+        return {"direction": direction, "dtype": dtype, "size": size, "method": method,
+                "median_us": us, "gb_per_s": 1.0, "per_limit": None}  # fmt: skip
+
+    def rows(op_us, limit_ratio, wrapper_us=50.0):
+        out = [
+            row("forward", "float32", 1 << 20, "turbogelu", op_us),
+            row("forward", "float32", 1 << 20, "turbogelu (wrapper)", wrapper_us),
+            row("forward", "float32", 1 << 20, "torch exact", 10.0),
+            row("backward", "float32", 1 << 20, "turbogelu", 99.0),  # not judged at 1M
+            row("backward", "float32", 1 << 20, "torch exact", 10.0),
+        ]
+        for d in ("forward", "backward"):
+            out.append({**row(d, "float32", 1 << 28, "turbogelu", 1.0), "per_limit": limit_ratio})
+            slow = {**row(d, "float32", 1 << 28, "turbogelu (misaligned)", 2.0), "per_limit": 9.0}
+            out.append(slow)  # reported only
+        return out
+
+    def judged(rs):
+        return [ok for ok, _ in bench_cuda.verdicts(rs) if ok is not None]
+
+    assert judged(rows(10.5, 1.10)) == [True, True, True]
+    assert judged(rows(10.6, 1.10)) == [False, True, True]
+    assert judged(rows(10.0, 1.11)) == [True, False, False]
+    lines = bench_cuda.render_verdicts(bench_cuda.verdicts(rows(10.0, 1.0)))
+    assert lines[0].startswith("PASS: forward  float32     1048576: turbogelu 10.0 us, 1.000 x")
+    assert "the wrapper turbogelu.gelu: 50.0 us, 5.000 x (reported)" in lines[0]
+    assert any(line.startswith("reported: ") and "misaligned" in line for line in lines)

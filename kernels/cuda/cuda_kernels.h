@@ -22,8 +22,10 @@ enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3 };
 bool has_degree(int degree);
 
 // out[i] = gelu(x[i]) for i < n, on `stream` of the current device. x may equal out (in place);
-// otherwise they must not overlap. 128-bit loads and stores when every pointer is 16-byte
-// aligned, one element at a time otherwise. Returns the launch's error (cudaSuccess when n = 0).
+// otherwise they must not overlap. Every pointer must be aligned to its element (a tensor's
+// data is; cudaErrorMisalignedAddress otherwise), no more: 128-bit stores after a head peeled
+// to out's 16-byte boundary, 128-bit loads of each input at the same 16-byte offset as out.
+// Returns the launch's error (cudaSuccess when n = 0).
 cudaError_t forward(DType dtype, const void* x, void* out, int64_t n, const PolyCoeffs& k,
                     Scheme scheme, cudaStream_t stream);
 
@@ -41,6 +43,16 @@ cudaError_t forward_packed_bf16(const void* x, void* out, int64_t n, const PolyC
                                 cudaStream_t stream);
 cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int64_t n,
                                  const PolyCoeffs& k, cudaStream_t stream);
+
+// The grid of the last launch in this process (any thread, any of the kernels above): its
+// blocks, the blocks of that kernel resident per SM (from the occupancy API) and the SMs.
+// Zeros before the first launch. For the tests and the GPU check (_cuda_last_launch).
+struct LaunchRecord {
+  int blocks;
+  int blocks_per_sm;
+  int sms;
+};
+LaunchRecord last_launch();
 
 }  // namespace cuda
 }  // namespace turbogelu

@@ -10,10 +10,14 @@
 // template fuses exactly where it calls tg_fma (__fmaf_rn), nowhere else, as on the CPU.
 //
 // Memory: the op is memory-bound, so each thread moves 16 bytes per load and store (float4,
-// 8 halves) when every pointer is 16-byte aligned, and keeps kUnroll of them in flight; the
-// grid is sized to the device (a few resident blocks per SM) and strides over the rest. A
-// pointer that is not aligned (a view at an odd offset) takes the same kernel with one
-// element per access.
+// 8 halves) and keeps kUnroll of them in flight. Every tensor goes through these 16-byte
+// kernels, whatever its address: the kernel first peels the elements before out's first
+// 16-byte boundary (fewer than 16 / sizeof(T), one per thread, with the tail), then stores
+// 16 bytes at a time; an input at the same offset in its 16-byte line as out is read 16 bytes
+// at a time too, an input at another offset (x[1:] into a fresh out) element by element (a
+// warp's V loads of its packs together read whole lines). The grid is one wave: the SMs times
+// the blocks of this kernel that fit on one (cudaOccupancyMaxActiveBlocksPerMultiprocessor:
+// its registers decide, 4 to 8 blocks of 256 threads on sm_90), striding over the rest.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -28,8 +32,7 @@ namespace cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 2;       // 16-byte accesses per thread per loop trip
-constexpr int kBlocksPerSm = 8;  // 2048 resident threads per SM on sm_80 / sm_90
+constexpr int kUnroll = 2;  // 16-byte accesses per thread per loop trip
 constexpr int kMaxDevices = 64;
 
 // Storage <-> compute type, rounding to nearest even like c10::Half / c10::BFloat16 and the
@@ -59,50 +62,123 @@ struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
+// Elements from p to its next 16-byte boundary (p is aligned to its element, as every
+// tensor's data is).
+template <class T>
+__device__ __forceinline__ int64_t to_boundary(const T* p) {
+  return static_cast<int64_t>((16u - (reinterpret_cast<uintptr_t>(p) & 15u)) & 15u) / sizeof(T);
+}
+
+// p and q at the same offset in their 16-byte lines: once one is aligned, so is the other.
+__device__ __forceinline__ bool same_phase(const void* p, const void* q) {
+  return ((reinterpret_cast<uintptr_t>(p) ^ reinterpret_cast<uintptr_t>(q)) & 15u) == 0;
+}
+
+// Pack i of p: one 16-byte load when p is 16-byte aligned (Vec), else V element loads.
+template <bool Vec, class T, int V>
+__device__ __forceinline__ Pack<T, V> load_pack(const T* p, int64_t i) {
+  if constexpr (Vec) {
+    return reinterpret_cast<const Pack<T, V>*>(p)[i];
+  } else {
+    Pack<T, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = p[i * V + j];
+    return r;
+  }
+}
+
+// Runs Body::run<XVec, GVec>(args...) with XVec / GVec: x / g at out's 16-byte offset (then
+// read 16 bytes at a time), so that each case is a loop of its own with only its own
+// registers live (one loop with run-time branches took up to 68 registers, 64 at most this
+// way). Forward: g is unused (passed as aligned).
+template <class Body, bool Backward, class... Args>
+__device__ __forceinline__ void with_phases(const void* g, const void* x, const void* out,
+                                            const Args&... args) {
+  const bool x_vec = same_phase(x, out);
+  if constexpr (Backward) {
+    const bool g_vec = same_phase(g, out);
+    if (x_vec && g_vec)
+      Body::template run<true, true>(args...);
+    else if (g_vec)  // x elsewhere: the saved input of a view, with grad and out fresh
+      Body::template run<false, true>(args...);
+    else if (x_vec)
+      Body::template run<true, false>(args...);
+    else
+      Body::template run<false, false>(args...);
+  } else {
+    if (x_vec)
+      Body::template run<true, true>(args...);
+    else
+      Body::template run<false, true>(args...);
+  }
+}
+
+// The elements outside the 16-byte body (the head before out's first boundary, the tail
+// after the last full pack: fewer than 2 V, so block 0 covers them), one per thread: thread
+// t < head takes element t, the next ones the tail.
+__device__ __forceinline__ int64_t edge_element(int64_t tid, int64_t head, int64_t body) {
+  return tid < head ? tid : tid + body;
+}
+
+// The 16-byte body of gelu_kernel: packs [0, packs) of op (16-byte aligned), of xb, and of gb
+// when Backward; XVec / GVec: that input is 16-byte aligned too, else read element-wise.
+template <class T, int N, Scheme S, bool Backward>
+struct GeluBody {
+  template <bool XVec, bool GVec>
+  static __device__ __forceinline__ void run(const T* gb, const T* xb, Pack<T, 16 / sizeof(T)>* op,
+                                             int64_t packs, int64_t tid, int64_t stride,
+                                             const PolyCoeffs& k) {
+    using E = Elem<T>;
+    using A = typename E::Acc;
+    constexpr int V = 16 / sizeof(T);
+    using P = Pack<T, V>;
+    for (int64_t base = tid; base < packs; base += stride * kUnroll) {
+      P xv[kUnroll], gv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t i = base + u * stride;
+        if (i < packs) {
+          xv[u] = load_pack<XVec, T, V>(xb, i);
+          if constexpr (Backward) gv[u] = load_pack<GVec, T, V>(gb, i);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t i = base + u * stride;
+        if (i < packs) {
+          P r;
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const A xa = E::load(xv[u].v[j]);
+            if constexpr (Backward)
+              r.v[j] = E::store(gelu_backward<N, S>(E::load(gv[u].v[j]), xa, k));
+            else
+              r.v[j] = E::store(gelu_forward<N, S>(xa, k));
+          }
+          op[i] = r;
+        }
+      }
+    }
+  }
+};
+
 // Forward when Backward is false (g unused), else out = g * gelu'(x). Not __restrict__: out
 // may be x (gelu_) or g; each element is read and written by one thread in one trip.
-template <class T, int V, int N, Scheme S, bool Backward>
+template <class T, int N, Scheme S, bool Backward>
 __global__ void __launch_bounds__(kThreads)
     gelu_kernel(const T* g, const T* x, T* out, int64_t n, const __grid_constant__ PolyCoeffs k) {
   using E = Elem<T>;
   using A = typename E::Acc;
-  using P = Pack<T, V>;
-  const int64_t packs = n / V;
+  constexpr int V = 16 / sizeof(T);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const P* xp = reinterpret_cast<const P*>(x);
-  const P* gp = reinterpret_cast<const P*>(g);
-  P* op = reinterpret_cast<P*>(out);
-  for (int64_t base = tid; base < packs; base += stride * kUnroll) {
-    P xv[kUnroll], gv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * stride;
-      if (i < packs) {
-        xv[u] = xp[i];
-        if constexpr (Backward) gv[u] = gp[i];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * stride;
-      if (i < packs) {
-        P r;
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const A xa = E::load(xv[u].v[j]);
-          if constexpr (Backward)
-            r.v[j] = E::store(gelu_backward<N, S>(E::load(gv[u].v[j]), xa, k));
-          else
-            r.v[j] = E::store(gelu_forward<N, S>(xa, k));
-        }
-        op[i] = r;
-      }
-    }
-  }
-  // The tail (under one pack), one element per thread.
-  const int64_t i = packs * V + tid;
-  if (V > 1 && i < n) {
+  const int64_t head = min(n, to_boundary(out));
+  const int64_t packs = (n - head) / V;
+  with_phases<GeluBody<T, N, S, Backward>, Backward>(g, x, out, g + head, x + head,
+                                                     reinterpret_cast<Pack<T, V>*>(out + head),
+                                                     packs, tid, stride, k);
+  if (tid < n - packs * V) {
+    const int64_t i = edge_element(tid, head, packs * V);
     const A xa = E::load(x[i]);
     if constexpr (Backward)
       out[i] = E::store(gelu_backward<N, S>(E::load(g[i]), xa, k));
@@ -125,28 +201,69 @@ int sm_count() {
   return sms;
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+// What the last launch chose (any thread; read by the probe _cuda_last_launch).
+std::atomic<int> last_blocks{0}, last_per_sm{0}, last_sms{0};
 
-template <class T, int V, int N, Scheme S, bool Backward>
-cudaError_t launch_packed(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k,
-                          cudaStream_t stream) {
-  const int64_t work = (n / V + kUnroll - 1) / kUnroll;  // threads with a full trip of work
-  int64_t blocks = (work + kThreads - 1) / kThreads;
-  const int64_t cap = static_cast<int64_t>(sm_count()) * kBlocksPerSm;
-  if (blocks > cap) blocks = cap;
-  if (blocks < 1) blocks = 1;  // the tail alone
-  gelu_kernel<T, V, N, S, Backward><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<const T*>(g), static_cast<const T*>(x), static_cast<T*>(out), n, k);
-  return cudaGetLastError();
+// Blocks of Kernel resident on one SM at kThreads threads, asked of the runtime once per
+// device: its register count decides it (a fixed guess of 8 made 1.33 or 2 waves of the
+// kernels that use more than 32 registers, where 6 or 4 blocks fit).
+template <auto Kernel>
+cudaError_t resident_blocks(int* per_sm) {
+  static std::atomic<int> cache[kMaxDevices];  // 0: not asked yet
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  std::atomic<int>& slot = cache[dev >= 0 && dev < kMaxDevices ? dev : 0];
+  int blocks = slot.load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kThreads, 0);
+    if (err != cudaSuccess) return err;
+    if (blocks < 1) blocks = 1;
+    slot.store(blocks, std::memory_order_relaxed);
+  }
+  *per_sm = blocks;
+  return cudaSuccess;
+}
+
+// The grid for `threads` threads of work: at most one wave of Kernel, at least one block
+// (the head and tail alone).
+template <auto Kernel>
+cudaError_t grid_for(int64_t threads, unsigned* grid) {
+  int per_sm = 0;
+  const cudaError_t err = resident_blocks<Kernel>(&per_sm);
+  if (err != cudaSuccess) return err;
+  const int sms = sm_count();
+  int64_t blocks = (threads + kThreads - 1) / kThreads;
+  const int64_t wave = static_cast<int64_t>(sms) * per_sm;
+  if (blocks > wave) blocks = wave;
+  if (blocks < 1) blocks = 1;
+  *grid = static_cast<unsigned>(blocks);
+  last_blocks.store(static_cast<int>(blocks), std::memory_order_relaxed);
+  last_per_sm.store(per_sm, std::memory_order_relaxed);
+  last_sms.store(sms, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+// Every pointer aligned to its element (as a tensor's data always is): the kernels rely on
+// it to reach a 16-byte boundary by whole elements.
+template <class T>
+bool element_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % sizeof(T) == 0;
 }
 
 template <class T, int N, Scheme S, bool Backward>
 cudaError_t launch_typed(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k,
                          cudaStream_t stream) {
+  if (!element_aligned<T>(x) || !element_aligned<T>(out) || !element_aligned<T>(g))
+    return cudaErrorMisalignedAddress;
   constexpr int V = 16 / sizeof(T);
-  const bool vec = aligned16(x) && aligned16(out) && (!Backward || aligned16(g));
-  return vec ? launch_packed<T, V, N, S, Backward>(g, x, out, n, k, stream)
-             : launch_packed<T, 1, N, S, Backward>(g, x, out, n, k, stream);
+  constexpr auto kernel = gelu_kernel<T, N, S, Backward>;
+  unsigned grid = 0;
+  const cudaError_t err = grid_for<kernel>((n / V + kUnroll - 1) / kUnroll, &grid);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, kThreads, 0, stream>>>(static_cast<const T*>(g), static_cast<const T*>(x),
+                                        static_cast<T*>(out), n, k);
+  return cudaGetLastError();
 }
 
 template <int N, Scheme S, bool Backward>
@@ -187,8 +304,8 @@ cudaError_t launch(DType d, const void* g, const void* x, void* out, int64_t n, 
 // mul.rn .bf16x2: one rounding to bfloat16 each), two lanes per instruction:
 //   y = x*x, z = fma(y, scale, -1), h = fma(x, P(z), 1/2);  forward x*h, backward grad*h;
 //   the window y <= fl(R*R), outside it x or -0.0 (forward), 1 or 0 (backward).
-// A lane's result does not depend on the other lane, so single elements (the tail, unaligned
-// data) go through the same code duplicated into both lanes.
+// A lane's result does not depend on the other lane, so single elements (the head and the
+// tail) go through the same code duplicated into both lanes.
 
 __device__ __forceinline__ unsigned as_u32(__nv_bfloat162 v) {
   unsigned u;
@@ -222,25 +339,21 @@ __device__ __forceinline__ __nv_bfloat162 packed_eval(__nv_bfloat162 g, __nv_bfl
   }
 }
 
-template <int V, int N, bool Backward>
-__global__ void __launch_bounds__(kThreads)
-    packed_bf16_kernel(const __nv_bfloat16* g, const __nv_bfloat16* x, __nv_bfloat16* out,
-                       int64_t n, const __grid_constant__ PolyCoeffs k) {
-  using P = Pack<__nv_bfloat16, V>;
-  const int64_t packs = V > 1 ? n / V : 0;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if constexpr (V > 1) {
-    const P* xp = reinterpret_cast<const P*>(x);
-    const P* gp = reinterpret_cast<const P*>(g);
-    P* op = reinterpret_cast<P*>(out);
+// The body of packed_bf16_kernel: 8 elements (4 pairs) per access, as gelu_body.
+template <int N, bool Backward>
+struct PackedBody {
+  template <bool XVec, bool GVec>
+  static __device__ __forceinline__ void run(const __nv_bfloat16* gb, const __nv_bfloat16* xb,
+                                             Pack<__nv_bfloat16, 8>* op, int64_t packs, int64_t tid,
+                                             int64_t stride, const PolyCoeffs& k) {
+    using P = Pack<__nv_bfloat16, 8>;
     for (int64_t i = tid; i < packs; i += stride) {
-      const P xv = xp[i];
+      const P xv = load_pack<XVec, __nv_bfloat16, 8>(xb, i);
       P gv;
-      if constexpr (Backward) gv = gp[i];
+      if constexpr (Backward) gv = load_pack<GVec, __nv_bfloat16, 8>(gb, i);
       P r;
 #pragma unroll
-      for (int j = 0; j < V; j += 2) {
+      for (int j = 0; j < 8; j += 2) {
         const __nv_bfloat162 xx = __halves2bfloat162(xv.v[j], xv.v[j + 1]);
         const __nv_bfloat162 gg =
             Backward ? __halves2bfloat162(gv.v[j], gv.v[j + 1]) : xx;  // (unused forward)
@@ -251,8 +364,24 @@ __global__ void __launch_bounds__(kThreads)
       op[i] = r;
     }
   }
-  // The rest one element at a time (all of it when V = 1), duplicated into both lanes.
-  for (int64_t i = packs * V + tid; i < n; i += stride) {
+};
+
+// The layout of gelu_kernel: a head peeled to out's first 16-byte boundary, the 16-byte body,
+// the tail; the head and the tail one element at a time, duplicated into both lanes.
+template <int N, bool Backward>
+__global__ void __launch_bounds__(kThreads)
+    packed_bf16_kernel(const __nv_bfloat16* g, const __nv_bfloat16* x, __nv_bfloat16* out,
+                       int64_t n, const __grid_constant__ PolyCoeffs k) {
+  constexpr int V = 8;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t head = min(n, to_boundary(out));
+  const int64_t packs = (n - head) / V;
+  with_phases<PackedBody<N, Backward>, Backward>(
+      g, x, out, g + head, x + head, reinterpret_cast<Pack<__nv_bfloat16, V>*>(out + head), packs,
+      tid, stride, k);
+  if (tid < n - packs * V) {
+    const int64_t i = edge_element(tid, head, packs * V);
     const __nv_bfloat162 xx = __bfloat162bfloat162(x[i]);
     const __nv_bfloat162 gg = Backward ? __bfloat162bfloat162(g[i]) : xx;
     out[i] = __low2bfloat16(packed_eval<N, Backward>(gg, xx, k));
@@ -262,21 +391,15 @@ __global__ void __launch_bounds__(kThreads)
 template <int N, bool Backward>
 cudaError_t launch_packed_bf16(const void* g, const void* x, void* out, int64_t n,
                                const PolyCoeffs& k, cudaStream_t stream) {
-  const bool vec = aligned16(x) && aligned16(out) && (!Backward || aligned16(g));
-  const int64_t work = vec ? n / 8 : n;
-  int64_t blocks = (work + kThreads - 1) / kThreads;
-  const int64_t cap = static_cast<int64_t>(sm_count()) * kBlocksPerSm;
-  if (blocks > cap) blocks = cap;
-  if (blocks < 1) blocks = 1;
-  const auto* gp = static_cast<const __nv_bfloat16*>(g);
-  const auto* xp = static_cast<const __nv_bfloat16*>(x);
-  auto* op = static_cast<__nv_bfloat16*>(out);
-  if (vec)
-    packed_bf16_kernel<8, N, Backward>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gp, xp, op, n, k);
-  else
-    packed_bf16_kernel<1, N, Backward>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gp, xp, op, n, k);
+  using T = __nv_bfloat16;
+  if (!element_aligned<T>(x) || !element_aligned<T>(out) || !element_aligned<T>(g))
+    return cudaErrorMisalignedAddress;
+  constexpr auto kernel = packed_bf16_kernel<N, Backward>;
+  unsigned grid = 0;
+  const cudaError_t err = grid_for<kernel>(n / 8, &grid);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, kThreads, 0, stream>>>(static_cast<const T*>(g), static_cast<const T*>(x),
+                                        static_cast<T*>(out), n, k);
   return cudaGetLastError();
 }
 
@@ -296,6 +419,11 @@ cudaError_t launch_packed(const void* g, const void* x, void* out, int64_t n, co
 }
 
 }  // namespace
+
+LaunchRecord last_launch() {
+  return {last_blocks.load(std::memory_order_relaxed), last_per_sm.load(std::memory_order_relaxed),
+          last_sms.load(std::memory_order_relaxed)};
+}
 
 bool has_packed_degree(int degree) {
   switch (degree) {

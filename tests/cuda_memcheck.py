@@ -1,0 +1,126 @@
+"""Every CUDA op over every tail length and every 16-byte offset, on tensors of at most 1M
+elements, for ``compute-sanitizer --tool memcheck`` to watch (tests/gpu_check.sh):
+
+    compute-sanitizer --tool memcheck python tests/cuda_memcheck.py
+
+The kernels peel a head to out's 16-byte boundary, read inputs at another offset element by
+element and finish with a tail: the sanitizer sees any access outside the inputs (each in an
+allocation that ends where it does) or a 16-byte access off its boundary. Each result is also
+compared bit for bit with the CPU kernels (the packed bfloat16 path, which has no CPU kernel,
+with itself on an aligned copy), and the elements around each output checked untouched.
+Prints one line ``memcheck cases: N passed, M failed`` and exits 1 on a mismatch.
+``--quick``: sizes up to 4099 only (the dry run's test in CI).
+
+TURBOGELU_TEST_DEVICE=cpu runs it on the CPU kernels (the dry run, where there is no GPU).
+Needs only torch and the extension.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import turbogelu.ops  # noqa: E402  (loads the extension)
+
+OPS = torch.ops.turbogelu
+DEVICE = os.environ.get("TURBOGELU_TEST_DEVICE", "cuda")
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+# Every tail and head of a 16-byte pack (up to 8 elements), a few grid-strided sizes, and
+# the largest the check allows (1M elements, less an odd tail).
+SIZES = (*range(1, 18), 31, 33, 255, 257, 4099, 65_537, (1 << 20) - 17)
+OFFSETS = range(8)  # elements: every 16-byte phase of a 2-byte dtype, 4 of float32, 2 of float64
+BITS = {torch.float32: torch.int32, torch.float64: torch.int64,
+        torch.float16: torch.int16, torch.bfloat16: torch.int16}  # fmt: skip
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise, any NaN equal to any NaN."""
+    a, b = a.cpu().contiguous(), b.cpu().contiguous()
+    nan = torch.isnan(a)
+    if not torch.equal(nan, torch.isnan(b)):
+        return False
+    return torch.equal(a.view(BITS[a.dtype])[~nan], b.view(BITS[b.dtype])[~nan])
+
+
+def at_end(t: torch.Tensor, off: int, n: int) -> torch.Tensor:
+    """t[off : off + n] in an allocation of its own that ends where it does, so that the
+    sanitizer sees a read past the tail (with PYTORCH_NO_CUDA_MEMORY_CACHING=1, as
+    tests/gpu_check.sh runs it: the caching allocator would hide it inside its blocks)."""
+    return t[: off + n].clone()[off:]
+
+
+def untouched(buf: torch.Tensor, start: int, n: int) -> bool:
+    """Every element of buf outside [start, start + n) still 7.0, as filled."""
+    outside = torch.cat([buf[:start], buf[start + n :]]).cpu().float()
+    return bool((outside == 7.0).all())
+
+
+def values(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dtype)
+    x[:: max(1, n // 7)] = float("nan")
+    return x
+
+
+def main(argv: list[str]) -> int:
+    sizes = [n for n in SIZES if n <= 4099] if "--quick" in argv else SIZES
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        print("cuda_memcheck: no CUDA device")
+        return 2
+    passed = failed = 0
+
+    def check(ok: bool, what: str) -> None:
+        nonlocal passed, failed
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+            if failed <= 20:
+                print(f"MISMATCH {what}")
+
+    top = sizes[-1] + 2 * len(OFFSETS)
+    for dtype in DTYPES:
+        base = values(top, dtype, 1)
+        grad = values(top, dtype, 2)
+        base_d, grad_d = base.to(DEVICE), grad.to(DEVICE)
+        for n in sizes:
+            for off in OFFSETS:
+                goff = (off + 3) % len(OFFSETS)  # the gradient (and out) at another phase
+                x, g = base[off : off + n], grad[goff : goff + n]
+                xd, gd = at_end(base_d, off, n), at_end(grad_d, goff, n)
+                what = f"{str(dtype)[6:]} n={n} offset={off}"
+                y = OPS.gelu(x)
+                check(same(OPS.gelu(xd), y), f"gelu {what}")
+                buf = torch.full((goff + n + 8,), 7.0, dtype=dtype, device=DEVICE)
+                OPS.gelu.out(xd, out=buf[goff : goff + n])
+                check(same(buf[goff : goff + n], y), f"gelu.out (out at {goff}) {what}")
+                check(untouched(buf, goff, n), f"gelu.out wrote outside out {what}")
+                whole = base_d[: off + n].clone()
+                OPS.gelu_(whole[off:])
+                check(same(whole[off:], y), f"gelu_ {what}")
+                check(same(whole[:off], base[:off]), f"gelu_ wrote before x {what}")
+                d = OPS.gelu_backward(g, x)
+                check(same(OPS.gelu_backward(gd, xd), d), f"gelu_backward (grad at {goff}) {what}")
+                buf = torch.full((off + n + 8,), 7.0, dtype=dtype, device=DEVICE)
+                OPS.gelu_backward.out(gd, xd, out=buf[off : off + n])
+                check(same(buf[off : off + n], d), f"gelu_backward.out {what}")
+                check(untouched(buf, off, n), f"gelu_backward.out wrote outside out {what}")
+                check(same(OPS.gelu_backward(xd, xd), OPS.gelu_backward(x, x)), f"grad=x {what}")
+                if dtype == torch.bfloat16:
+                    xa, ga = xd.clone(), gd.clone()  # fresh, aligned
+                    with turbogelu.ops.use_cuda_packed():
+                        check(same(OPS.gelu(xd), OPS.gelu(xa)), f"packed gelu {what}")
+                        d = OPS.gelu_backward(ga, xa)
+                        check(same(OPS.gelu_backward(gd, xd), d), f"packed backward {what}")
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
+    print(f"memcheck cases: {passed} passed, {failed} failed (device {DEVICE})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

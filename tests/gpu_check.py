@@ -1,0 +1,390 @@
+"""The Python half of tests/gpu_check.sh, and what tests/test_cuda.py shares with it.
+
+    python tests/gpu_check.py machine      # python, torch, the GPU, the toolkit (markdown)
+    python tests/gpu_check.py build        # setup.py build_ext --inplace, MAX_JOBS at a time
+    python tests/gpu_check.py fresh        # exit 0: turbogelu._C imports and is up to date
+    python tests/gpu_check.py resources    # the kernels' registers (markdown), see below
+    python tests/gpu_check.py junit FILE   # counts and failures of a JUnit XML (markdown)
+
+Resources: ``cuobjdump --dump-resource-usage`` of the built extension when it holds CUDA code
+and a cuobjdump is found (the toolkit's, the PATH's, or the copy inside triton); else the
+same numbers from ptxas, compiling kernels/cuda/gelu_kernels.cu for sm_90 with the build's
+flags (nvcc only). Per kernel: registers, stack and local memory (spills), and the blocks of
+256 threads that fit on one sm_90 SM, which is the grid the kernels launch per SM
+(cudaOccupancyMaxActiveBlocksPerMultiprocessor). Standard library only at module level: the
+GPU machine may lack anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS_CU = ROOT / "kernels" / "cuda" / "gelu_kernels.cu"
+THREADS = 256  # kThreads in gelu_kernels.cu
+# Sources of turbogelu._C (setup.py's globs) and the build's own files.
+BUILD_INPUTS = (
+    "kernels/common/*.cpp",
+    "kernels/cpu/*.cpp",
+    "kernels/cpu/*.h",
+    "kernels/include/turbogelu/*.h",
+    "kernels/cuda/*.cu",
+    "kernels/cuda/*.cpp",
+    "kernels/cuda/*.h",
+    "setup.py",
+    "turbogelu/_build.py",
+)
+DTYPE_OF = {"f": "float32", "d": "float64", "6__half": "float16", "13__nv_bfloat16": "bfloat16"}
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("turbogelu_build", ROOT / "turbogelu/_build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ the machine
+
+
+def machine() -> int:
+    """Print what the check runs on; 0 with a CUDA device, 4 without, 3 without torch."""
+    import platform
+
+    print(f"- python: {platform.python_version()} ({sys.executable})")
+    try:
+        import torch
+    except ImportError as e:
+        print(f"- torch: does not import: {e}")
+        return 3
+    print(
+        f"- torch: {torch.__version__}, built with CUDA {torch.version.cuda}, cuda available:"
+        f" {torch.cuda.is_available()}, devices: {torch.cuda.device_count()}"
+    )
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        print(
+            f"- device 0: {p.name}, sm_{p.major}{p.minor}, {p.multi_processor_count} SMs,"
+            f" {p.total_memory / 2**30:.0f} GiB"
+        )
+    mods = ["setuptools", "ninja", "pytest", "numpy", "scipy", "mpmath", "triton"]
+    have = ", ".join(f"{m} {'yes' if importlib.util.find_spec(m) else 'MISSING'}" for m in mods)
+    print(f"- modules: {have}")
+    home = _build_module().find_cuda_home()
+    print(f"- CUDA toolkit: {home or 'NOT FOUND (set CUDA_HOME)'}")
+    print(f"- cuobjdump: {find_cuobjdump() or 'not found'}")
+    return 0 if torch.cuda.is_available() else 4
+
+
+# ------------------------------------------------------------------ the build
+
+
+def build(jobs: int) -> None:
+    """``setup.py build_ext --inplace``, compiling `jobs` sources at a time even without ninja.
+
+    With ninja (torch's default) MAX_JOBS already runs the compilers in parallel. Without it,
+    torch's BuildExtension compiles one source after the other, which on the GPU machine could
+    take most of the check's time; there, distutils' compile loop is replaced by one that runs
+    the C++ sources on `jobs` threads. The CUDA sources go first, one at a time: torch's
+    compile wrapper swaps the compiler to nvcc on the shared compiler object for them; and no
+    ccache wrapper (TORCH_NO_COMPILER_WRAPPER), which that swap would stack up across threads.
+    """
+    import runpy
+    from concurrent.futures import ThreadPoolExecutor
+
+    os.chdir(ROOT)
+    sys.argv = ["setup.py", "build_ext", "--inplace"]
+    try:
+        import setuptools  # noqa: F401  (its distutils)
+        from setuptools._distutils import ccompiler
+
+        ccompiler.CCompiler._setup_compile  # noqa: B018  (what compile_parallel relies on)
+    except (ImportError, AttributeError) as e:  # another setuptools: torch's own build
+        print(f"gpu_check build: no parallel fallback ({e}); building as setup.py does")
+        runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
+        return
+
+    def compile_parallel(
+        self,
+        sources,
+        output_dir=None,
+        macros=None,
+        include_dirs=None,
+        debug=False,
+        extra_preargs=None,
+        extra_postargs=None,
+        depends=None,
+    ):
+        macros, objects, extra_postargs, pp_opts, todo = self._setup_compile(
+            output_dir, macros, include_dirs, sources, depends, extra_postargs
+        )
+        cc_args = self._get_cc_args(pp_opts, debug, extra_preargs)
+
+        def one(obj):
+            src, ext = todo[obj]
+            self._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        cuda = [o for o in objects if o in todo and todo[o][0].endswith((".cu", ".cuh"))]
+        for obj in cuda:
+            one(obj)
+        rest = [o for o in objects if o in todo and o not in cuda]
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            list(pool.map(one, rest))  # (raises the first CompileError)
+        return objects
+
+    ccompiler.CCompiler.compile = compile_parallel  # torch's ninja path overrides it per object
+    os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
+    runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
+
+
+# ------------------------------------------------------------------ is the build current
+
+
+def extension_path() -> Path | None:
+    """The turbogelu/_C*.so of this checkout (what an in-place build writes)."""
+    found = sorted(glob.glob(str(ROOT / "turbogelu" / "_C*.so")))
+    return Path(found[-1]) if found else None
+
+
+def fresh() -> tuple[bool, str]:
+    """(can the in-place build be reused, why): turbogelu._C imports, is newer than every
+    source and build file, and has CUDA kernels exactly when a build here would compile them."""
+    so = extension_path()
+    if so is None:
+        return False, "no turbogelu/_C*.so"
+    built = so.stat().st_mtime
+    newer = [
+        os.path.relpath(p, ROOT)
+        for pattern in BUILD_INPUTS
+        for p in glob.glob(str(ROOT / pattern))
+        if os.path.getmtime(p) > built
+    ]
+    if newer:
+        return False, f"{so.name} is older than {', '.join(sorted(newer)[:5])}"
+    try:
+        import torch
+
+        import turbogelu.ops  # noqa: F401
+    except Exception as e:  # an ABI mismatch surfaces here as an ImportError or OSError
+        return False, f"turbogelu._C does not import: {e}"
+    try:
+        want = _build_module().want_cuda()[0]
+    except (RuntimeError, ValueError) as e:
+        return False, str(e)
+    has = torch._C._dispatch_has_kernel_for_dispatch_key("turbogelu::gelu", "CUDA")
+    if want != has:
+        return False, f"built {'with' if has else 'without'} CUDA, a build here would not be"
+    return True, f"{so.name} is newer than its sources ({'with' if has else 'without'} CUDA)"
+
+
+# ------------------------------------------------------------------ resources
+
+
+def find_cuobjdump() -> str | None:
+    home = _build_module().find_cuda_home()
+    candidates = [f"{home}/bin/cuobjdump"] if home else []
+    candidates.append(shutil.which("cuobjdump") or "")
+    spec = importlib.util.find_spec("triton")
+    if spec and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            candidates.append(os.path.join(loc, "backends", "nvidia", "bin", "cuobjdump"))
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+def nvcc_device_flags() -> list[str]:
+    """The build's nvcc flags for gelu_kernels.cu, with the defines torch's CUDAExtension adds."""
+    flags = [f for f in _build_module().NVCC_FLAGS if not f.startswith("-Xcompiler")]
+    return [
+        *flags,
+        "-D__CUDA_NO_HALF_OPERATORS__",
+        "-D__CUDA_NO_HALF_CONVERSIONS__",
+        "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+        "-D__CUDA_NO_HALF2_OPERATORS__",
+        f"-I{ROOT / 'kernels' / 'include'}",
+    ]
+
+
+def parse_cuobjdump(text: str) -> dict[str, dict]:
+    """{mangled kernel: {"arch", "regs", "stack", "local"}} from --dump-resource-usage."""
+    out: dict[str, dict] = {}
+    arch, name = "", None
+    for line in text.splitlines():
+        if m := re.match(r"\s*arch = (sm_\d+\w*)", line):
+            arch = m[1]
+        elif m := re.match(r"\s*Function (\S+):\s*$", line):
+            name = m[1]
+        elif name and (m := re.search(r"REG:(\d+) STACK:(\d+) .*LOCAL:(\d+)", line)):
+            regs, stack, local = int(m[1]), int(m[2]), int(m[3])
+            out[name] = {"arch": arch or "sm_90", "regs": regs, "stack": stack, "local": local}
+            name = None
+    return out
+
+
+def parse_ptxas(text: str, arch: str = "sm_90") -> dict[str, dict]:
+    """The same from ptxas's -v output (nvcc --resource-usage): local = spill stores."""
+    out: dict[str, dict] = {}
+    name, stack, spill = None, 0, 0
+    for line in text.splitlines():
+        if m := re.search(r"Function properties for (\S+)", line):
+            name = m[1]
+        elif name and (m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)):
+            stack, spill = int(m[1]), int(m[2])
+        elif name and (m := re.search(r"Used (\d+) registers", line)):
+            out[name] = {"arch": arch, "regs": int(m[1]), "stack": stack, "local": spill}
+            name, stack, spill = None, 0, 0
+    return out
+
+
+def compile_resources(arch: str = "sm_90", timeout: float = 120) -> dict[str, dict]:
+    """Compile gelu_kernels.cu to a cubin (discarded) and read ptxas's resource usage."""
+    home = _build_module().find_cuda_home()
+    if home is None:
+        raise FileNotFoundError("no CUDA toolkit (nvcc)")
+    cmd = [f"{home}/bin/nvcc", "-cubin", f"-arch={arch}", *nvcc_device_flags(),
+           "--resource-usage", str(KERNELS_CU), "-o", os.devnull]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    return parse_ptxas(done.stdout + done.stderr, arch)
+
+
+def extension_resources(so: Path, cuobjdump: str) -> dict[str, dict]:
+    """The kernels inside the built extension ({} when it holds no CUDA code: cuobjdump
+    then fails)."""
+    done = subprocess.run(
+        [cuobjdump, "--dump-resource-usage", str(so)], capture_output=True, text=True, timeout=60
+    )
+    return parse_cuobjdump(done.stdout) if done.returncode == 0 else {}
+
+
+def blocks_per_sm(regs: int, arch: str = "sm_90", threads: int = THREADS) -> int | None:
+    """Blocks of `threads` resident on one SM of sm_80 / sm_90 for this register count (no
+    shared memory): registers are allocated per warp in units of 256 (8 per thread), 64K per
+    SM, at most 2048 threads. None for another architecture."""
+    if arch not in ("sm_80", "sm_90", "sm_90a"):
+        return None
+    per_thread = -(-max(regs, 1) // 8) * 8
+    return min(2048 // threads, 65536 // (per_thread * threads))
+
+
+def describe(name: str) -> str | None:
+    """A readable name for a kernel of gelu_kernels.cu, None for anything else."""
+    if m := re.search(r"gelu_kernelI(f|d|6__half|13__nv_bfloat16)Li(\d+)ELNS_6SchemeE(\d)ELb(\d)E",
+                      name):  # fmt: skip
+        scheme = "horner" if m[3] == "0" else "estrin"
+        direction = "backward" if m[4] == "1" else "forward"
+        return f"{DTYPE_OF[m[1]]} {direction} {scheme} (degree {int(m[2]) - 1})"
+    if m := re.search(r"packed_bf16_kernelILi(\d+)ELb(\d)E", name):
+        direction = "backward" if m[2] == "1" else "forward"
+        return f"bfloat16 packed {direction} (degree {int(m[1]) - 1})"
+    return None
+
+
+def resources() -> tuple[str, dict[str, dict]]:
+    """(where the numbers come from, {mangled kernel: usage}) of this checkout's kernels."""
+    so = extension_path()
+    cuobjdump = find_cuobjdump()
+    if so is not None and cuobjdump is not None:
+        found = extension_resources(so, cuobjdump)
+        if found:
+            return f"cuobjdump --dump-resource-usage {so.name} ({cuobjdump})", found
+    return (
+        "ptxas (nvcc --resource-usage), gelu_kernels.cu compiled for sm_90 with the build's"
+        f" flags{'' if cuobjdump else '; no cuobjdump found'}",
+        compile_resources(),
+    )
+
+
+def render_resources(source: str, usage: dict[str, dict]) -> str:
+    rows = sorted((describe(n) or n, u) for n, u in usage.items())
+    lines = [
+        f"Kernel resources, from {source}. Blocks/SM: blocks of {THREADS} threads resident on"
+        " one SM (sm_80 / sm_90 rules), the grid per SM the launcher asks for;"
+        " stack / local > 0 would be spills.",
+        "",
+        "| kernel | arch | registers | stack | local | blocks/SM |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for name, u in rows:
+        b = blocks_per_sm(u["regs"], u["arch"])
+        lines.append(
+            f"| {name} | {u['arch']} | {u['regs']} | {u['stack']} | {u['local']}"
+            f" | {'?' if b is None else b} |"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ JUnit
+
+
+def junit_summary(path: str) -> str:
+    """'N passed, N failed, N errors, N skipped' and the failures and skips, as markdown."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        return f"no JUnit report ({e})"
+    cases = list(root.iter("testcase"))
+    failed, skipped = [], []
+    for c in cases:
+        name = f"{c.get('classname', '')}::{c.get('name', '')}".removeprefix("tests.")
+        for tag, into in (("failure", failed), ("error", failed), ("skipped", skipped)):
+            e = c.find(tag)
+            if e is not None:
+                message = (e.get("message") or "").splitlines()
+                into.append(f"{name}: {message[0][:200] if message else tag}")
+                break
+    passed = len(cases) - len(failed) - len(skipped)
+    lines = [f"{passed} passed, {len(failed)} failed, {len(skipped)} skipped"]
+    lines += [f"  - FAILED {f}" for f in failed[:40]]
+    if len(failed) > 40:
+        lines.append(f"  - ... and {len(failed) - 40} more failures (see the log)")
+    # Skips grouped by reason: parametrized tests repeat one reason many times.
+    reasons: dict[str, int] = {}
+    for s in skipped:
+        reason = s.split(": ", 1)[-1]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    lines += [f"  - skipped x{n}: {r}" for r, n in sorted(reasons.items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python tests/gpu_check.py", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("machine", help="python, torch, the GPU, the toolkit")
+    sub.add_parser("build", help="setup.py build_ext --inplace, MAX_JOBS sources at a time")
+    sub.add_parser("fresh", help="exit 0 when turbogelu._C imports and is up to date")
+    sub.add_parser("resources", help="the kernels' registers, as markdown")
+    j = sub.add_parser("junit", help="counts and failures of a JUnit XML")
+    j.add_argument("file")
+    args = p.parse_args(argv)
+    if args.cmd == "machine":
+        return machine()
+    if args.cmd == "build":
+        build(int(os.environ.get("MAX_JOBS") or os.cpu_count() or 1))
+        return 0
+    if args.cmd == "fresh":
+        ok, why = fresh()
+        print(why)
+        return 0 if ok else 1
+    if args.cmd == "resources":
+        try:
+            source, usage = resources()
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"no resource usage: {e}")
+            return 1
+        print(render_resources(source, usage))
+        return 0
+    print(junit_summary(args.file))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
