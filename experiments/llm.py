@@ -1,0 +1,266 @@
+"""A small decoder-only transformer for the paper's integration tasks (issue 18), in plain
+PyTorch, trained on the Shakespeare corpus (experiments/shakespeare.py) at the character level.
+
+The model: token embedding, ``layers`` pre-norm blocks (RMSNorm, causal self-attention with
+rotary positions, RMSNorm, MLP), a final RMSNorm and an untied output projection. The tasks
+differ only where the paper swaps a transcendental, each a ``Task``:
+
+* ``gelu``: the control, a dense MLP with GELU (``W2 gelu(W1 x)``);
+* ``b1``: a dense MLP with SiLU;
+* ``b2``: softmax attention whose logits are tanh-softcapped, ``c tanh(s / c)`` with c = 50;
+* ``b3``: sigmoid attention: ``sigmoid(s - log n)`` per element (n: the number of keys a query
+  sees), no softmax;
+* ``b4``: a routed MLP: 4 SwiGLU experts (``W2 (silu(Wa x) * Wb x)``), each token sent to one
+  (top-1 of a linear router's softmax, the output scaled by that probability).
+
+An ``Arm`` supplies the functions (``gelu``, ``silu``, ``sigmoid``, ``softcap``, ``swiglu``):
+``NATIVE`` is PyTorch's; ``polynomial_arm()`` this project's ops, ``torch.ops.turbogelu.*``,
+for those that exist (GELU today; the others come with the activation family, issue 17: until
+then asking for one is an error that says so, never a silent fallback to PyTorch's).
+Everything but the arm (initial weights, batches, dropout: none) is the same for both arms of a
+task, given the seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+TASKS = ("gelu", "b1", "b2", "b3", "b4")
+SOFTCAP = 50.0  # Gemma 2's attention softcap (issue 18)
+EXPERTS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """The transcendental functions a model calls; ``name`` goes into results."""
+
+    name: str
+    gelu: Callable[[torch.Tensor], torch.Tensor]
+    silu: Callable[[torch.Tensor], torch.Tensor]
+    sigmoid: Callable[[torch.Tensor], torch.Tensor]
+    softcap: Callable[[torch.Tensor, float], torch.Tensor]
+    swiglu: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+NATIVE = Arm(
+    name="native",
+    gelu=F.gelu,
+    silu=F.silu,
+    sigmoid=torch.sigmoid,
+    softcap=lambda s, c: c * torch.tanh(s / c),
+    swiglu=lambda a, b: F.silu(a) * b,
+)
+
+
+def _missing(op: str) -> Callable:
+    def fail(*args, **kwargs):
+        raise NotImplementedError(
+            f"the polynomial arm needs torch.ops.turbogelu.{op}, which this build does not have "
+            "(the activation family, issue 17); no PyTorch function stands in for it"
+        )
+
+    return fail
+
+
+def polynomial_arm() -> Arm:
+    """This project's ops where they exist (see the module docstring)."""
+    import turbogelu
+
+    ops = torch.ops.turbogelu
+    have = {name: hasattr(ops, name) for name in ("silu", "sigmoid", "softcap", "swiglu")}
+    return Arm(
+        name="polynomial",
+        gelu=turbogelu.gelu,
+        silu=ops.silu if have["silu"] else _missing("silu"),
+        sigmoid=ops.sigmoid if have["sigmoid"] else _missing("sigmoid"),
+        softcap=ops.softcap if have["softcap"] else _missing("softcap"),
+        swiglu=ops.swiglu if have["swiglu"] else _missing("swiglu"),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    vocab: int = 84
+    context: int = 128
+    width: int = 128
+    heads: int = 4
+    layers: int = 4
+    mlp_ratio: int = 4
+
+    def __post_init__(self):
+        if self.width % self.heads or (self.width // self.heads) % 2:
+            raise ValueError(
+                f"width {self.width} must split into {self.heads} heads of an even size "
+                "(rotary positions rotate pairs)"
+            )
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, width: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary(x: torch.Tensor) -> torch.Tensor:
+    """Rotary positions on (batch, heads, time, dim): pairs (even, odd) of each head's dims
+    rotated by position x frequency, frequencies 10000^(-2i/dim)."""
+    t, d = x.shape[-2], x.shape[-1]
+    freq = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angle = torch.arange(t, dtype=torch.float32)[:, None] * freq[None, :]
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: Config, task: str, arm: Arm):
+        super().__init__()
+        self.heads, self.task, self.arm = cfg.heads, task, arm
+        self.qkv = nn.Linear(cfg.width, 3 * cfg.width, bias=False)
+        self.out = nn.Linear(cfg.width, cfg.width, bias=False)
+
+    def forward(self, x):
+        b, t, w = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
+        q, k = rotary(q), rotary(k)
+        s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (b, heads, t, t)
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        if self.task == "b3":  # sigmoid attention: sigmoid(s - log n), n = keys seen
+            n = torch.arange(1, t + 1, dtype=s.dtype, device=x.device)[:, None]
+            p = self.arm.sigmoid(s - n.log()) * causal
+        else:
+            if self.task == "b2":
+                s = self.arm.softcap(s, SOFTCAP)
+            p = torch.softmax(s.masked_fill(~causal, float("-inf")), dim=-1)
+        return self.out((p @ v).transpose(1, 2).reshape(b, t, w))
+
+
+class DenseMLP(nn.Module):
+    def __init__(self, cfg: Config, act: Callable):
+        super().__init__()
+        self.up = nn.Linear(cfg.width, cfg.mlp_ratio * cfg.width, bias=False)
+        self.down = nn.Linear(cfg.mlp_ratio * cfg.width, cfg.width, bias=False)
+        self.act = act
+
+    def forward(self, x):
+        return self.down(self.act(self.up(x)))
+
+
+class RoutedSwiGLU(nn.Module):
+    """``EXPERTS`` SwiGLU experts, top-1 routing; hidden width 2/3 of the dense MLP's so that
+    one expert holds about the dense MLP's parameters."""
+
+    def __init__(self, cfg: Config, arm: Arm):
+        super().__init__()
+        hidden = 2 * cfg.mlp_ratio * cfg.width // 3
+        self.router = nn.Linear(cfg.width, EXPERTS, bias=False)
+        self.gate_up = nn.Parameter(torch.empty(EXPERTS, cfg.width, 2 * hidden))
+        self.down = nn.Parameter(torch.empty(EXPERTS, hidden, cfg.width))
+        nn.init.normal_(self.gate_up, std=cfg.width**-0.5)
+        nn.init.normal_(self.down, std=hidden**-0.5)
+        self.arm = arm
+
+    def forward(self, x):
+        b, t, w = x.shape
+        flat = x.reshape(-1, w)
+        prob = torch.softmax(self.router(flat), dim=-1)
+        weight, expert = prob.max(dim=-1)
+        out = torch.zeros_like(flat)
+        for e in range(EXPERTS):
+            idx = (expert == e).nonzero().squeeze(1)
+            if idx.numel() == 0:
+                continue
+            a, g = (flat[idx] @ self.gate_up[e]).chunk(2, dim=-1)
+            out[idx] = (self.arm.swiglu(a, g) @ self.down[e]) * weight[idx, None]
+        return out.view(b, t, w)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: Config, task: str, arm: Arm):
+        super().__init__()
+        self.norm1, self.norm2 = RMSNorm(cfg.width), RMSNorm(cfg.width)
+        self.attn = Attention(cfg, task, arm)
+        if task == "b4":
+            self.mlp = RoutedSwiGLU(cfg, arm)
+        else:
+            self.mlp = DenseMLP(cfg, arm.gelu if task == "gelu" else arm.silu)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyLM(nn.Module):
+    def __init__(self, cfg: Config, task: str, arm: Arm = NATIVE):
+        super().__init__()
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}; the tasks are {TASKS}")
+        self.cfg, self.task, self.arm = cfg, task, arm
+        self.embed = nn.Embedding(cfg.vocab, cfg.width)
+        self.blocks = nn.ModuleList(Block(cfg, task, arm) for _ in range(cfg.layers))
+        self.norm = RMSNorm(cfg.width)
+        self.head = nn.Linear(cfg.width, cfg.vocab, bias=False)
+
+    def forward(self, ids, targets=None):
+        if ids.shape[-1] > self.cfg.context:
+            raise ValueError(f"{ids.shape[-1]} tokens exceed the context of {self.cfg.context}")
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.norm(x))
+        if targets is None:
+            return logits
+        return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def batches(ids, context: int, batch: int, seed: int):
+    """An endless stream of (inputs, targets) windows of ``context`` tokens at offsets drawn
+    by a generator seeded with ``seed`` (the same for both arms of a task)."""
+    data = torch.as_tensor(ids, dtype=torch.long)
+    gen = torch.Generator().manual_seed(seed)
+    while True:
+        start = torch.randint(0, len(data) - context - 1, (batch,), generator=gen)
+        window = torch.stack([data[s : s + context + 1] for s in start.tolist()])
+        yield window[:, :-1], window[:, 1:]
+
+
+def build(cfg: Config, task: str, arm: Arm, seed: int) -> TinyLM:
+    """The model with initial weights drawn from ``seed`` alone (so both arms start equal)."""
+    torch.manual_seed(seed)
+    return TinyLM(cfg, task, arm)
+
+
+def tokens_per_second(
+    cfg: Config, task: str, arm: Arm = NATIVE, batch: int = 16, steps: int = 5, seed: int = 0
+) -> float:
+    """Training throughput (forward, backward and an AdamW step), median of ``steps`` steps
+    after one warm-up step: what sizes the model to the time budget."""
+    model = build(cfg, task, arm, seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, cfg.vocab, (batch, cfg.context + 1), generator=gen)
+    times = []
+    for _ in range(steps + 1):
+        t0 = time.perf_counter()
+        _, loss = model(ids[:, :-1], ids[:, 1:])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    step = sorted(times[1:])[len(times[1:]) // 2]
+    return batch * cfg.context / step
