@@ -1,7 +1,7 @@
 """The kernels' spec files: their names, reading and writing, the defaults they are fitted
 with, and the polynomial kernels' own specs (built from a fit, measured, stored with hex floats).
 
-Three kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
+Four kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
 here only (``spec_path``, ``load``, ``dumps``):
 
 * ``"poly"``, ``gelu_<exact|tanh>.json``: the polynomial kernels. For one GELU form, three
@@ -12,9 +12,11 @@ here only (``spec_path``, ``load``, ``dumps``):
 * ``"cells"``, ``cells/gelu_<none|tanh>.json``: the CPU's table-driven kernel (``cells.py``).
 * ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
   CUDA path, stored as PolySpec documents (``packed.py``, ``polyspec.py``).
+* ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier
+  (issue 17; sigmoid and tanh), three PolySpec documents per file (``family_programs.py``).
 
 The settings each kind is fitted with are in one table below (``DEFAULTS``,
-``PACKED_DEFAULTS``, ``CELLS_TAILS_FROM``); nothing else writes those numbers.
+``PACKED_DEFAULTS``, ``CELLS_TAILS_FROM``, ``FAMILY_DEFAULTS``); nothing else writes those numbers.
 """
 
 from __future__ import annotations
@@ -90,6 +92,33 @@ PACKED_DEFAULTS = {
 # Where the cells' tails begin (``cells.design``): beyond |x| = 5 the kernel returns x or 0,
 # off by at most x Phi(-x) = 1.4e-6 there.
 CELLS_TAILS_FROM = 5.0
+
+
+@dataclass(frozen=True)
+class FamilySettings:
+    """The settings of one accurate-tier program of the activation family
+    (``family_programs``): degree of P, clamp L (also the fit interval), the operation order of
+    the forward (``replay.ORDERS``), IRLS iterations and sample points on [0, L]. The direct
+    backward is fitted with the same degree, clamp, iterations and points, as GELU's is."""
+
+    degree: int
+    clamp: float
+    order: str
+    iters: int
+    points: int
+
+
+# The accurate tier's programs (issue 17), by function (data/specs/<function>/accurate.json),
+# each the cheapest of a degree-and-clamp scan (``family_programs.scan``) that holds the tier:
+# the clamp is the smallest round value whose asymptote costs <= 3e-5 (sigmoid: e^-10.45 =
+# 2.9e-5; tanh: 2 e^-11.2 = 2.7e-5), the degree the lowest whose float32 replay stays within
+# 3e-5 inside it with every 16-bit bound held (one degree less misses 3e-5: 3.4e-5 for
+# sigmoid, 3.6e-5 for tanh). Sigmoid runs GELU's backward sequence (1/2 + x P(z)), tanh
+# x P(z). SiLU has no row: no degree of this form holds 3e-5 in float32 (the module says why).
+FAMILY_DEFAULTS = {
+    "sigmoid": FamilySettings(degree=16, clamp=10.45, order="turbogelu", iters=35, points=20000),
+    "tanh": FamilySettings(degree=18, clamp=5.6, order="generic", iters=35, points=20000),
+}
 
 
 # What a kernel spec may be fitted with. Degrees: those with compiled CPU kernels
@@ -291,6 +320,14 @@ SCHEMAS = {
         "python -m turbogelu.approx.packed",
         2,
     ),
+    # The activation family's accurate tier: {mode} is the function (sigmoid, tanh).
+    "accurate": Schema(
+        "",
+        "{mode}/accurate.json",
+        "accurate-tier spec",
+        "python -m turbogelu.approx.family_programs",
+        2,
+    ),
 }
 
 # The cells' tables: one row per coefficient of the cubic, one column per cell (the kernel's
@@ -381,7 +418,28 @@ def _check_packed(spec: dict) -> None:
     PolySpec.from_dict(spec)  # the PolySpec document's own checks
 
 
-_CHECKS = {"poly": _check_poly, "cells": _check_cells, "packed": _check_packed}
+def _check_accurate(spec: dict) -> None:
+    from .polyspec import PolySpec  # polyspec imports this module
+
+    if spec["schema"] != SCHEMA_VERSION:
+        raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
+    if spec["tier"] != "accurate":
+        raise ValueError(f"tier is {spec['tier']!r}, not 'accurate'")
+    for name in PARTS:
+        ps = PolySpec.from_dict(spec[name])
+        want = spec["function"] + ("" if name == "forward" else "_grad")
+        if ps.target != want:
+            raise ValueError(f"{name} approximates {ps.target!r}, not {want!r}")
+    if spec["default_backward"] not in BACKWARDS:
+        raise ValueError(f"default_backward is {spec['default_backward']!r}")
+
+
+_CHECKS = {
+    "poly": _check_poly,
+    "cells": _check_cells,
+    "packed": _check_packed,
+    "accurate": _check_accurate,
+}
 
 
 def part_values(part: dict) -> dict:

@@ -1,0 +1,143 @@
+"""The activation family's accurate tier (issue 17): the committed specs under
+data/specs/<function>/accurate.json refit bit for bit, and their programs, replayed in float32,
+hold the tier's bounds on every bfloat16 and float16 input and on the float32 grid."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from turbogelu.approx import family_programs as fp
+from turbogelu.approx import report, rounding, spec
+from turbogelu.approx.polyspec import PolySpec, replay
+
+FUNCTIONS = fp.FUNCTIONS
+
+
+def committed(function: str) -> dict:
+    return json.loads(spec.spec_path(function, "accurate").read_text())
+
+
+# ---------------------------------------------------------------- reproducibility
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_command_reproduces_committed_spec(function, tmp_path, capsys):
+    want = committed(function)
+    assert want["generated_by"] == f"python -m turbogelu.approx.family_programs {function}"
+    out = tmp_path / "accurate.json"
+    assert fp.main([function, "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    # Coefficients, clamp, degree, settings: identical; measured figures to a relative 1e-9.
+    assert spec.differences(want, got) == []
+    for part in spec.PARTS:
+        assert got[part]["coefficients"] == want[part]["coefficients"], part
+    # The committed file itself is left as it is.
+    assert fp.main([function]) == 0
+    assert "unchanged" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_committed_spec_follows_the_defaults_table(function):
+    s = spec.FAMILY_DEFAULTS[function]
+    doc = fp.load(function)
+    ps = fp.programs(doc)
+    assert ps["forward"].degree == ps["backward_direct"].degree == s.degree
+    assert ps["forward"].program == s.order and ps["forward"].target == function
+    for p in ps.values():
+        assert p.clamp == p.fit_interval == float(np.float32(s.clamp))
+    assert doc["holds_tier"] is True
+
+
+def test_load_names_the_file_and_its_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match="family_programs"):
+        fp.load("sigmoid", root=tmp_path)
+    doc = committed("tanh")
+    doc["forward"]["target"] = "sigmoid"
+    (tmp_path / "tanh").mkdir()
+    (tmp_path / "tanh" / "accurate.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="accurate-tier spec .* malformed"):
+        fp.load("tanh", root=tmp_path)
+
+
+# ---------------------------------------------------------------- the tier's bounds
+
+
+def _forward(function: str) -> PolySpec:
+    return fp.programs(fp.load(function))["forward"]
+
+
+@pytest.mark.parametrize("fmt", fp.FORMATS)
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_forward_every_16bit_input(function, fmt):
+    """Judged here from the replay itself, not from the stored figures."""
+    ps = _forward(function)
+    rep = report.exhaustive(lambda x: replay(ps, x), function, fmt)
+    exact = report.reference_table(function, fmt)[2]
+    x, ulps = rep.x, rep.ulps
+    assert not np.any(np.isnan(rep.got)), "NaN for a finite input"
+    one = x >= fp.ONE_ULP_FROM[function]
+    assert ulps[one].max() <= 1, f"{function} {fmt}: {int(np.sum(ulps[one] > 1))} over 1 ulp"
+    tail = ~one
+    err = np.abs(rep.got - exact)
+    bound = fp.ABS_BOUND + rounding.ulp_of(rep.got, fmt) / 2
+    assert np.all(err[tail] <= bound[tail]), f"{function} {fmt}: tail over 3e-5"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_forward_float32_whole_line(function):
+    e = fp.float32_errors(_forward(function))
+    assert e["window_max_abs_float32"] <= fp.ABS_BOUND
+    assert e["tail_error"] <= fp.ABS_BOUND
+    # Far beyond the clamp the program returns the asymptote itself.
+    ps = _forward(function)
+    x = np.array([-1e30, -100.0, 100.0, 1e30, -np.inf, np.inf], np.float32)
+    np.testing.assert_array_equal(replay(ps, x), ps.tgt.asymptote(x.astype(np.float64)))
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_stored_figures_are_the_replays(function):
+    doc = fp.load(function)
+    for part, ps in fp.programs(doc).items():
+        got = fp.measure(ps, part == "forward")
+        # Under "errors" floats compare to spec.MEASURED_RTOL, counts exactly.
+        assert spec.differences({"errors": doc[part]["errors"]}, {"errors": got}) == [], part
+    assert fp.holds_tier(doc["forward"]["errors"])
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_matched_backward_is_the_forward_derivative(function):
+    ps = fp.programs(fp.load(function))
+    fwd, m = ps["forward"], ps["backward_matched"]
+    # The derivative's coefficients in exact arithmetic, then rounded once to float32.
+    c = [Fraction(v) for v in fwd.coefficients] + [Fraction(0)]
+    q = [(2 * k + 1) * c[k] + 2 * (k + 1) * c[k + 1] for k in range(fwd.degree + 1)]
+    assert list(m.coefficients) == [rounding.round_exact(v, "float32") for v in q]
+    # ... and they are the derivative: against central differences of the forward (float64).
+    exact = m.with_coefficients([float(v) for v in q], fmt="float64")
+    x = np.linspace(-0.99, 0.99, 2001) * fwd.clamp
+    h = 1e-6
+    fd = (fwd.evaluate(x + h) - fwd.evaluate(x - h)) / (2 * h)
+    np.testing.assert_allclose(exact.evaluate(x), fd, rtol=0, atol=1e-7)
+    assert m.method == "derivative of forward"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_default_backward_is_the_more_accurate(function):
+    doc = fp.load(function)
+    d = doc["backward_direct"]["errors"]["float32"]["max_abs_float32"]
+    m = doc["backward_matched"]["errors"]["float32"]["max_abs_float32"]
+    assert doc["default_backward"] == ("direct" if d <= m else "matched")
+
+
+def test_silu_has_no_program_and_the_scan_shows_why(capsys):
+    with pytest.raises(SystemExit):
+        fp.main(["silu"])
+    assert "no accurate-tier program for silu" in capsys.readouterr().err
+    (row,) = fp.scan("silu", [20], 13.0, "turbogelu")
+    # The float64 fit is near the bound; the float32 replay is several times over it.
+    assert row["float64_fit_error"] < 1e-4 and row["float32_window"] > 3 * fp.ABS_BOUND
+    assert not row["holds_tier"]

@@ -1,0 +1,312 @@
+"""The activation family's ``accurate`` tier (issue 17): one polynomial program per function and
+direction, fitted, measured on the float32 replay and every 16-bit input, stored as a spec.
+
+The tier's bounds (``BOUNDS``), each for the program's float32 result:
+
+* float32: max |error| <= 3e-5 over the whole real line, inside the clamp and in the asymptote
+  beyond it, beyond half a float32 ulp of the result (its own rounding);
+* bfloat16 and float16 (the float32 result rounded to the format): within 1 ulp of the
+  correctly rounded value for every input of tanh, and for x >= -3 for sigmoid and SiLU; in
+  their negative tails (x < -3) judged as GELU's is: |error| <= 3e-5 beyond half an ulp of the
+  result. An input that misses its bound is counted, never dropped (``sixteen_bit_errors``).
+
+The programs are the GELU kernels' kind (``polyspec.PolySpec``, replayed by ``replay.run``):
+a polynomial P in z = fma(x*x, 2/L^2, -1), the target's reduction (``targets.py``), a clamp
+at L and the asymptote beyond it. Forward:
+
+* sigmoid: 1/2 + x P(z), GELU's backward sequence (``h = fma(x, P(z), 1/2)``), 0 / 1 beyond L;
+* tanh: x P(z), -1 / 1 beyond L.
+
+Backward, as GELU's: a ``direct`` fit of the derivative (even: P(z); 0 beyond L) with the
+forward's degree and clamp, and the ``matched`` one, the exact derivative of the forward
+program: d/dx [x P(z)] = P + 2 x^2 s P'(z) = P + 2 (z + 1) P'(z), so
+q_k = (2k + 1) c_k + 2 (k + 1) c_{k+1} (the same for 1/2 + x P), 0 beyond L.
+
+The fit (``fit_forward``) is Lawson's IRLS (``fit._solve_irls``) of the residual on [0, L]
+relative to a per-point budget (``budget``): 3e-5, or 2^-12 |f| where the 1-ulp bound is
+stricter (half a float16 ulp of the smaller of |f(u)|, |f(-u)| is at least that), so one
+minimax fit aims at every bound at once; the coefficients are rounded to float32 once.
+
+SiLU has no program here. Its residual u/2 tanh(u/2) must be held to 3e-5 up to the clamp
+L = 13 (u e^-u = 3e-5 there), where the result is ~13: P(z) must then be good to 3e-5 / L^2,
+~2e-7, while Horner's partial sums reach the size of the coefficients (~1-15, far larger than
+P ~ 0.04 there), whose float32 rounding alone is larger. Measured (``scan``): the float64 fit
+reaches 1.7e-5 at degree 22, but the float32 replay's error never falls below 1.4e-4 (degrees
+14-26); cells or an exponential program are the way there, not a single polynomial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import fit, report, rounding, spec, targets
+from .polyspec import PolySpec, replay
+
+F32 = np.float32
+F64 = np.float64
+FUNCTIONS = ("sigmoid", "tanh")
+ABS_BOUND = 3e-5
+# The 1-ulp bound holds for x >= this (below, the absolute bound; -inf: every input).
+ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0}
+FORMATS = ("bfloat16", "float16")
+# The float32 measurement: u = k GRID_STEP on [0, X], X = max(16, 1.5 L), both signs, plus the
+# CLAMP_NEIGHBOURS float32 values on either side of +-fl(L).
+GRID_STEP = 2.0**-11
+CLAMP_NEIGHBOURS = 2000
+COMMAND = spec.SCHEMAS["accurate"].command
+
+
+def budget(function: str, u) -> np.ndarray:
+    """The forward fit's error budget at u >= 0 (module docstring)."""
+    t = targets.get(function)
+    u = np.asarray(u, F64)
+    small = np.minimum(np.abs(t.f(u)), np.abs(t.f(-u)))
+    # Below ONE_ULP_FROM only the absolute bound applies, so f(-u) does not count there.
+    small = np.where(-u >= ONE_ULP_FROM[function], small, np.abs(t.f(u)))
+    return np.minimum(ABS_BOUND, np.maximum(small * 2.0**-12, 1e-12))
+
+
+def _irls(tpl: PolySpec, iters: int, points: int, weights) -> tuple[PolySpec, list[float]]:
+    u = np.linspace(0.0, float(F32(tpl.clamp)), points)
+    w = np.ones_like(u) if weights is None else weights(u)
+    B = tpl.basis(u)
+    c = fit._solve_irls(B / w[:, None], tpl.tgt.residual(u) / w, iters)
+    return tpl.with_coefficients(c, round_to_fmt=True), [float(v) for v in c]
+
+
+def _template(target: str, settings: spec.FamilySettings, order: str) -> PolySpec:
+    L = float(F32(settings.clamp))
+    return PolySpec.template(target, settings.degree, L, clamp=L, program=order)
+
+
+def fit_forward(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, list[float]]:
+    """The forward program and its float64 coefficients (before rounding to float32)."""
+    tpl = _template(function, settings, settings.order)
+    return _irls(tpl, settings.iters, settings.points, lambda u: budget(function, u))
+
+
+def fit_direct(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, list[float]]:
+    """The direct backward: a minimax IRLS fit of f' (even: P(z)), the forward's settings."""
+    tpl = _template(function + "_grad", settings, "generic")
+    return _irls(tpl, settings.iters, settings.points, None)
+
+
+def matched(forward: PolySpec) -> PolySpec:
+    """The forward's own derivative (module docstring), computed in float64 from the float32
+    coefficients (exact: small integers times float32 values, two of them added) and rounded to
+    float32 once."""
+    c = list(forward.coefficients) + [0.0]
+    q = [(2 * k + 1) * c[k] + 2 * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
+    tpl = PolySpec.template(
+        forward.target + "_grad", forward.degree, forward.fit_interval, clamp=forward.clamp
+    )
+    return tpl.with_coefficients(q, round_to_fmt=True, method="derivative of forward")
+
+
+# ---------------------------------------------------------------- measurements
+
+
+def float32_errors(ps: PolySpec) -> dict:
+    """max |replay - f| beyond half a float32 ulp of the result: inside the clamp on the grid
+    (module constants) and the asymptote's ``tail_error`` beyond it."""
+    L = F32(ps.clamp)
+    X = max(16.0, 1.5 * float(L))
+    u = np.arange(int(X / GRID_STEP) + 1, dtype=F64) * GRID_STEP
+    bits = L.view(np.int32)
+    near = np.arange(bits - CLAMP_NEIGHBOURS, bits + CLAMP_NEIGHBOURS + 1, dtype=np.int32)
+    pos = np.concatenate([u, near.view(F32).astype(F64)])
+    x = np.concatenate([-pos, pos]).astype(F32)
+    x = x[np.abs(x) <= L]
+    got = replay(ps, x).astype(F64)
+    err = np.abs(got - ps.tgt.f(x.astype(F64))) - rounding.ulp_of(got, "float32") / 2
+    i = int(np.argmax(err))
+    window = max(float(err[i]), 0.0)
+    tail = ps.tgt.tail_error(float(L))
+    return {
+        "max_abs_float32": max(window, tail),
+        "window_max_abs_float32": window,
+        "window_argmax": float(x[i]),
+        "tail_error": tail,
+        "grid": f"u = k 2^-11 on [0, {X:g}] and the {CLAMP_NEIGHBOURS} float32 values on either "
+        "side of the clamp, both signs; errors beyond half a float32 ulp of the result; the "
+        "asymptote's error beyond the clamp from targets.Target.tail_error",
+    }
+
+
+def sixteen_bit_errors(ps: PolySpec, fmt: str, one_ulp_from: float) -> dict:
+    """The exhaustive replay on every finite ``fmt`` input (``report.exhaustive``): where
+    x >= ``one_ulp_from`` the ulp distance to the correctly rounded value (max, the inputs
+    over 1 ulp, % correctly rounded); below it the absolute error beyond half an ulp of the
+    result (max, the inputs over 3e-5) and the ulp distance too (how many within 1 ulp)."""
+    fn = ps.target
+    rep = report.exhaustive(lambda v: replay(ps, v), fn, fmt)
+    exact = report.reference_table(fn, fmt)[2]
+    valid = ~np.isnan(rep.want)
+    x, ulps = rep.x, rep.ulps
+    with np.errstate(invalid="ignore"):
+        beyond = np.abs(rep.got - exact) - rounding.ulp_of(rep.got, fmt) / 2
+    one = valid & (x >= one_ulp_from)
+    out = {
+        "one_ulp_region": f"x >= {one_ulp_from:g}",
+        "inputs": int(one.sum()),
+        "max_ulp": int(ulps[one].max()),
+        "over_1_ulp": int((ulps[one] > 1).sum()),
+        "pct_correctly_rounded": 100.0 * float(np.mean(ulps[one] == 0)),
+        "max_abs_beyond_half_ulp": float(max(beyond[one].max(), 0.0)),
+    }
+    tail = valid & (x < one_ulp_from)
+    if tail.any():
+        out["tail"] = {
+            "region": f"x < {one_ulp_from:g}",
+            "inputs": int(tail.sum()),
+            "max_abs_beyond_half_ulp": float(max(beyond[tail].max(), 0.0)),
+            "over_abs_bound": int((beyond[tail] > ABS_BOUND).sum()),
+            "max_ulp": int(ulps[tail].max()),
+            "within_1_ulp": int((ulps[tail] <= 1).sum()),
+        }
+    return out
+
+
+def measure(ps: PolySpec, forward: bool) -> dict:
+    """float32 and 16-bit errors of one program; the 16-bit bounds apply to the forward, the
+    backward's figures are over every input (no tier bound: reported as measured)."""
+    fn = ps.target.removesuffix("_grad")
+    start = ONE_ULP_FROM[fn] if forward else -math.inf
+    return {
+        "op_count": ps.op_count("horner", fma=True)["total"],
+        "float32": float32_errors(ps),
+        **{fmt: sixteen_bit_errors(ps, fmt, start) for fmt in FORMATS},
+    }
+
+
+def holds_tier(errors: dict) -> bool:
+    """Whether a forward's measurements hold every bound of the tier."""
+    ok = errors["float32"]["max_abs_float32"] <= ABS_BOUND
+    for fmt in FORMATS:
+        e = errors[fmt]
+        ok &= e["over_1_ulp"] == 0 and e.get("tail", {}).get("over_abs_bound", 0) == 0
+    return bool(ok)
+
+
+# ---------------------------------------------------------------- the spec file
+
+
+def _part(ps: PolySpec, c64, method: dict, forward: bool) -> dict:
+    meta = {**method}
+    if c64 is not None:
+        meta["float64_coefficients"] = [float.hex(v) for v in c64]
+    d = ps.with_coefficients(ps.coefficients, meta=meta).to_dict()
+    return {**d, "errors": measure(ps, forward)}
+
+
+def build_spec(function: str) -> dict:
+    """Fit and measure the three programs of ``function`` with its ``spec.FAMILY_DEFAULTS``."""
+    if function not in spec.FAMILY_DEFAULTS:
+        raise ValueError(f"function must be one of {tuple(spec.FAMILY_DEFAULTS)}, got {function!r}")
+    s = spec.FAMILY_DEFAULTS[function]
+    irls = {"fit": "irls", "iters": s.iters, "points": s.points}
+    fwd, c_fwd = fit_forward(function, s)
+    direct, c_dir = fit_direct(function, s)
+    parts = {
+        "forward": _part(fwd, c_fwd, {**irls, "weights": "budget (family_programs)"}, True),
+        "backward_direct": _part(direct, c_dir, irls, False),
+        "backward_matched": _part(matched(fwd), None, {"fit": "derivative of forward"}, False),
+    }
+    d = parts["backward_direct"]["errors"]["float32"]["max_abs_float32"]
+    m = parts["backward_matched"]["errors"]["float32"]["max_abs_float32"]
+    return {
+        "schema": spec.SCHEMA_VERSION,
+        "generated_by": f"{COMMAND} {function}",
+        "function": function,
+        "tier": "accurate",
+        "settings": {"degree": s.degree, "clamp": s.clamp, "order": s.order},
+        "bounds": {
+            "float32": f"max |error| <= {ABS_BOUND:g} beyond half an ulp of the result",
+            "16-bit": f"within 1 ulp of the correctly rounded value for x >= "
+            f"{ONE_ULP_FROM[function]:g}; below, |error| <= {ABS_BOUND:g} beyond half an ulp",
+        },
+        "holds_tier": holds_tier(parts["forward"]["errors"]),
+        "default_backward": "direct" if d <= m else "matched",
+        **parts,
+    }
+
+
+def load(function: str, root: str | Path | None = None) -> dict:
+    return spec.load(spec.spec_path(function, "accurate", root=root), "accurate")
+
+
+def programs(doc: dict) -> dict[str, PolySpec]:
+    """The three PolySpecs of a spec document, by part."""
+    return {name: PolySpec.from_dict(doc[name]) for name in spec.PARTS}
+
+
+# ---------------------------------------------------------------- scan
+
+
+def scan(function: str, degrees, clamp: float, order: str = "generic") -> list[dict]:
+    """The forward fitted at each degree with one clamp (``FamilySettings`` of 35 IRLS
+    iterations on 20,000 points): float32 window and tail errors, the 16-bit failures; how the
+    defaults were chosen, and SiLU's measurement (module docstring)."""
+    rows = []
+    for d in degrees:
+        s = spec.FamilySettings(degree=d, clamp=clamp, order=order, iters=35, points=20000)
+        ps, c64 = fit_forward(function, s)
+        u = np.linspace(0.0, float(F32(clamp)), 20000)
+        e64 = float(np.max(np.abs(ps.basis(u) @ np.array(c64) - ps.tgt.residual(u))))
+        errors = measure(ps, True)
+        rows.append(
+            {
+                "degree": d,
+                "clamp": clamp,
+                "order": order,
+                "op_count": errors["op_count"],
+                "float64_fit_error": e64,
+                "float32_window": errors["float32"]["window_max_abs_float32"],
+                "tail": errors["float32"]["tail_error"],
+                **{
+                    f"{fmt}_over_1_ulp": errors[fmt]["over_1_ulp"]
+                    + errors[fmt].get("tail", {}).get("over_abs_bound", 0)
+                    for fmt in FORMATS
+                },
+                "holds_tier": holds_tier(errors),
+            }
+        )
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog=COMMAND, description="Fit the accurate tier's program of an activation function."
+    )
+    ap.add_argument("function", choices=(*FUNCTIONS, "silu"))
+    ap.add_argument("--out", type=Path, help="write here instead of data/specs/<function>/")
+    ap.add_argument("--force", action="store_true", help="overwrite a differing committed spec")
+    ap.add_argument("--scan", metavar="D0-D1", help="print a degree scan instead of fitting")
+    ap.add_argument("--clamp", type=float, help="the scan's clamp")
+    ap.add_argument("--order", default="generic", help="the scan's operation order")
+    args = ap.parse_args(argv)
+    if args.scan:
+        lo, _, hi = args.scan.partition("-")
+        for row in scan(args.function, range(int(lo), int(hi or lo) + 1), args.clamp, args.order):
+            print(row)
+        return 0
+    if args.function not in FUNCTIONS:
+        ap.error(f"no accurate-tier program for {args.function} (see the module docstring)")
+    text = spec.dumps(build_spec(args.function), "accurate")
+    out = args.out if args.out is not None else spec.spec_path(args.function, "accurate")
+    try:
+        outcome = spec.write_checked(out, text, force=args.force)
+    except spec.Differs as e:
+        print(e, file=sys.stderr)
+        return 1
+    print(spec.describe_write(out, outcome), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
