@@ -113,8 +113,11 @@ class FamilySettings:
 # the clamp is the smallest round value whose asymptote costs <= 3e-5 (sigmoid: e^-10.45 =
 # 2.9e-5; tanh: 2 e^-11.2 = 2.7e-5), the degree the lowest whose float32 replay stays within
 # 3e-5 inside it with every 16-bit bound held (one degree less misses 3e-5: 3.4e-5 for
-# sigmoid, 3.6e-5 for tanh). Sigmoid runs GELU's backward sequence (1/2 + x P(z)), tanh
-# x P(z). SiLU has no row: no degree of this form holds 3e-5 in float32 (the module says why).
+# sigmoid, 3.9e-5 for tanh; a plain minimax fit of sigmoid at degree 15, clamp 10.42, is
+# within it by 0.6 % on the float32 grid, 2.97e-5 inside and 2.98e-5 beyond, too thin a margin
+# for a grid that is not every float32). Sigmoid runs GELU's backward sequence (1/2 + x P(z)), tanh
+# x P(z). SiLU has no row: no degree of this form holds 3e-5 in float32 (1.3e-4 at
+# best; family_programs says why).
 FAMILY_DEFAULTS = {
     "sigmoid": FamilySettings(degree=16, clamp=10.45, order="turbogelu", iters=35, points=20000),
     "tanh": FamilySettings(degree=18, clamp=5.6, order="generic", iters=35, points=20000),
