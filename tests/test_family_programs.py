@@ -47,6 +47,7 @@ def test_committed_spec_follows_the_defaults_table(function):
     ps = fp.programs(doc)
     assert ps["forward"].degree == ps["backward_direct"].degree == s.degree
     assert ps["forward"].program == s.order and ps["forward"].target == function
+    assert {p.variable for p in ps.values()} == {s.variable}
     for p in ps.values():
         assert p.clamp == p.fit_interval == float(np.float32(s.clamp))
     assert doc["holds_tier"] is True
@@ -113,8 +114,11 @@ def test_matched_backward_is_the_forward_derivative(function):
     ps = fp.programs(fp.load(function))
     fwd, m = ps["forward"], ps["backward_matched"]
     # The derivative's coefficients in exact arithmetic, then rounded once to float32.
+    # r = u^f P(z), z = u s - 1: r' = u^(f-1) (f P + (z + 1) P'(z)).
+    f = fwd.factor
+    assert fwd.variable == "u" and m.factor == f - 1
     c = [Fraction(v) for v in fwd.coefficients] + [Fraction(0)]
-    q = [(2 * k + 1) * c[k] + 2 * (k + 1) * c[k + 1] for k in range(fwd.degree + 1)]
+    q = [(f + k) * c[k] + (k + 1) * c[k + 1] for k in range(fwd.degree + 1)]
     assert list(m.coefficients) == [rounding.round_exact(v, "float32") for v in q]
     # ... and they are the derivative: against central differences of the forward (float64).
     exact = m.with_coefficients([float(v) for v in q], fmt="float64")
@@ -133,11 +137,11 @@ def test_default_backward_is_the_more_accurate(function):
     assert doc["default_backward"] == ("direct" if d <= m else "matched")
 
 
-def test_silu_has_no_program_and_the_scan_shows_why(capsys):
-    with pytest.raises(SystemExit):
-        fp.main(["silu"])
-    assert "no accurate-tier program for silu" in capsys.readouterr().err
-    (row,) = fp.scan("silu", [20], 13.0, "turbogelu")
+def test_x_squared_variable_cannot_hold_silu():
+    """Why the programs use |x|, not x^2 as GELU's do (family_programs' docstring)."""
+    (row,) = fp.scan("silu", [20], 13.0, "y")
     # The float64 fit is near the bound; the float32 replay is several times over it.
     assert row["float64_fit_error"] < 1e-4 and row["float32_window"] > 3 * fp.ABS_BOUND
     assert not row["holds_tier"]
+    (row,) = fp.scan("silu", [spec.FAMILY_DEFAULTS["silu"].degree], 13.0, "u")
+    assert row["holds_tier"]

@@ -1,7 +1,7 @@
 """The activation family's ``accurate`` tier (issue 17): one polynomial program per function and
 direction, fitted, measured on the float32 replay and every 16-bit input, stored as a spec.
 
-The tier's bounds (``BOUNDS``), each for the program's float32 result:
+The tier's bounds (``ABS_BOUND``, ``ONE_ULP_FROM``), each for the program's float32 result:
 
 * float32: max |error| <= 3e-5 over the whole real line, inside the clamp and in the asymptote
   beyond it, beyond half a float32 ulp of the result (its own rounding);
@@ -10,31 +10,31 @@ The tier's bounds (``BOUNDS``), each for the program's float32 result:
   their negative tails (x < -3) judged as GELU's is: |error| <= 3e-5 beyond half an ulp of the
   result. An input that misses its bound is counted, never dropped (``sixteen_bit_errors``).
 
-The programs are the GELU kernels' kind (``polyspec.PolySpec``, replayed by ``replay.run``):
-a polynomial P in z = fma(x*x, 2/L^2, -1), the target's reduction (``targets.py``), a clamp
-at L and the asymptote beyond it. Forward:
+The programs are the GELU kernels' kind (``polyspec.PolySpec``, replayed by ``replay.run``,
+order "generic"): a polynomial P in a normalised variable z in [-1, 1], the target's reduction
+(``targets.py``), a clamp at L and the asymptote beyond it; u = |x|, z = fma(u, 2/L, -1):
 
-* sigmoid: 1/2 + x P(z), GELU's backward sequence (``h = fma(x, P(z), 1/2)``), 0 / 1 beyond L;
-* tanh: x P(z), -1 / 1 beyond L.
+* sigmoid: 1/2 + x P(z) = fma(x, P(z), 1/2); 0 / 1 beyond L;
+* tanh: x P(z); -1 / 1 beyond L;
+* SiLU: x/2 + u^2 P(z) = fma(u, u P(z), x/2); -0.0 / x beyond L.
 
-Backward, as GELU's: a ``direct`` fit of the derivative (even: P(z); 0 beyond L) with the
-forward's degree and clamp, and the ``matched`` one, the exact derivative of the forward
-program: d/dx [x P(z)] = P + 2 x^2 s P'(z) = P + 2 (z + 1) P'(z), so
-q_k = (2k + 1) c_k + 2 (k + 1) c_{k+1} (the same for 1/2 + x P), 0 beyond L.
+Backward, as GELU's: a ``direct`` fit of the derivative with the forward's degree, clamp and
+variable (sigmoid', tanh': P(z), 0 beyond L; SiLU': 1/2 + x P(z), 0 / 1 beyond L) and the
+``matched`` one, the exact derivative of the forward program (``matched``).
+
+Why z is made from u = |x| and not from x^2 as GELU's is: GELU's residual is entire, and a
+polynomial in x^2 of degree d is one of degree 2d in |x| for the price of d operations. These
+functions have poles at +-i pi (sigmoid, SiLU: tanh(u/2)) or +-i pi/2 (tanh) and must follow
+the function out to L = 5.6-13, where it is flat. In x^2 the pole lies on the real axis just
+beyond the interval's left end (tanh: x^2 = -pi^2/4 against [0, 31]), and the fit converges
+slowly (``scan`` with variable "y": sigmoid needs degree 16, tanh 18, SiLU more than 26; SiLU's
+float32 replay never gets below 1.3e-4 there, its Horner sums growing to ~15 while P ~ 0.04);
+in |x| the pole is off the axis, and degrees 11-13 do.
 
 The fit (``fit_forward``) is Lawson's IRLS (``fit._solve_irls``) of the residual on [0, L]
 relative to a per-point budget (``budget``): 3e-5, or 2^-12 |f| where the 1-ulp bound is
 stricter (half a float16 ulp of the smaller of |f(u)|, |f(-u)| is at least that), so one
 minimax fit aims at every bound at once; the coefficients are rounded to float32 once.
-
-SiLU has no program here. Its residual u/2 tanh(u/2) must be held to 3e-5 up to the clamp
-L = 13 (u e^-u = 3e-5 there), where the result is ~13: P(z) must then be good to 3e-5 / L^2,
-~2e-7, while Horner's partial sums reach the size of the coefficients (~1-15, far larger than
-P ~ 0.04 there), whose float32 rounding alone is larger. Measured (``scan``, clamp 13, either
-order): the float64 fit reaches 2.8e-5 at degree 21 and 1.7e-5 at 22, but the float32 replay's
-error never falls below 1.3e-4 (degrees 14-26; its minimum at degree 20, 24 operations, where
-49 bfloat16 and 739 float16 inputs miss their bound); cells or an exponential program are the
-way there, not a single polynomial.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from .polyspec import PolySpec, replay
 
 F32 = np.float32
 F64 = np.float64
-FUNCTIONS = ("sigmoid", "tanh")
+FUNCTIONS = ("sigmoid", "tanh", "silu")
 ABS_BOUND = 3e-5
 # The 1-ulp bound holds for x >= this (below, the absolute bound; -inf: every input).
 ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0}
@@ -83,7 +83,9 @@ def _irls(tpl: PolySpec, iters: int, points: int, weights) -> tuple[PolySpec, li
 
 def _template(target: str, settings: spec.FamilySettings, order: str) -> PolySpec:
     L = float(F32(settings.clamp))
-    return PolySpec.template(target, settings.degree, L, clamp=L, program=order)
+    return PolySpec.template(
+        target, settings.degree, L, clamp=L, variable=settings.variable, program=order
+    )
 
 
 def fit_forward(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, list[float]]:
@@ -99,13 +101,24 @@ def fit_direct(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, 
 
 
 def matched(forward: PolySpec) -> PolySpec:
-    """The forward's own derivative (module docstring), computed in float64 from the float32
-    coefficients (exact: small integers times float32 values, two of them added) and rounded to
-    float32 once."""
+    """The forward's own derivative, in the same variable and clamp (0 or 1 beyond it).
+
+    r = u^f P(z), z = v s - 1 with v = u (or u^2), so dz/du = s (or 2u s) and v s = z + 1:
+    r' = u^(f-1) (f P + m (z + 1) P'(z)), m = 1 (or 2), i.e.
+    q_k = (f + m k) c_k + m (k + 1) c_{k+1}, factor f - 1; the reductions turn 1/2 + sign(x) r
+    and sign(x) r into the even r', x/2 + r into 1/2 + sign(x) r'. Computed in float64 from the
+    float32 coefficients (exact: small integers times float32 values, two of them added) and
+    rounded to float32 once."""
+    f, m = forward.factor, (1 if forward.variable == "u" else 2)
     c = list(forward.coefficients) + [0.0]
-    q = [(2 * k + 1) * c[k] + 2 * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
+    q = [(f + m * k) * c[k] + m * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
     tpl = PolySpec.template(
-        forward.target + "_grad", forward.degree, forward.fit_interval, clamp=forward.clamp
+        forward.target + "_grad",
+        forward.degree,
+        forward.fit_interval,
+        clamp=forward.clamp,
+        variable=forward.variable,
+        factor=f - 1,
     )
     return tpl.with_coefficients(q, round_to_fmt=True, method="derivative of forward")
 
@@ -226,7 +239,12 @@ def build_spec(function: str) -> dict:
         "generated_by": f"{COMMAND} {function}",
         "function": function,
         "tier": "accurate",
-        "settings": {"degree": s.degree, "clamp": s.clamp, "order": s.order},
+        "settings": {
+            "degree": s.degree,
+            "clamp": s.clamp,
+            "variable": s.variable,
+            "order": s.order,
+        },
         "bounds": {
             "float32": f"max |error| <= {ABS_BOUND:g} beyond half an ulp of the result",
             "16-bit": f"within 1 ulp of the correctly rounded value for x >= "
@@ -250,13 +268,15 @@ def programs(doc: dict) -> dict[str, PolySpec]:
 # ---------------------------------------------------------------- scan
 
 
-def scan(function: str, degrees, clamp: float, order: str = "generic") -> list[dict]:
+def scan(
+    function: str, degrees, clamp: float, variable: str = "u", order: str = "generic"
+) -> list[dict]:
     """The forward fitted at each degree with one clamp (``FamilySettings`` of 35 IRLS
     iterations on 20,000 points): float32 window and tail errors, the 16-bit failures; how the
     defaults were chosen, and SiLU's measurement (module docstring)."""
     rows = []
     for d in degrees:
-        s = spec.FamilySettings(degree=d, clamp=clamp, order=order, iters=35, points=20000)
+        s = spec.FamilySettings(d, clamp, variable, order, iters=35, points=20000)
         ps, c64 = fit_forward(function, s)
         u = np.linspace(0.0, float(F32(clamp)), 20000)
         e64 = float(np.max(np.abs(ps.basis(u) @ np.array(c64) - ps.tgt.residual(u))))
@@ -265,6 +285,7 @@ def scan(function: str, degrees, clamp: float, order: str = "generic") -> list[d
             {
                 "degree": d,
                 "clamp": clamp,
+                "variable": variable,
                 "order": order,
                 "op_count": errors["op_count"],
                 "float64_fit_error": e64,
@@ -285,20 +306,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog=COMMAND, description="Fit the accurate tier's program of an activation function."
     )
-    ap.add_argument("function", choices=(*FUNCTIONS, "silu"))
+    ap.add_argument("function", choices=FUNCTIONS)
     ap.add_argument("--out", type=Path, help="write here instead of data/specs/<function>/")
     ap.add_argument("--force", action="store_true", help="overwrite a differing committed spec")
     ap.add_argument("--scan", metavar="D0-D1", help="print a degree scan instead of fitting")
     ap.add_argument("--clamp", type=float, help="the scan's clamp")
+    ap.add_argument("--variable", default="u", help="the scan's variable: u (|x|) or y (x^2)")
     ap.add_argument("--order", default="generic", help="the scan's operation order")
     args = ap.parse_args(argv)
     if args.scan:
         lo, _, hi = args.scan.partition("-")
-        for row in scan(args.function, range(int(lo), int(hi or lo) + 1), args.clamp, args.order):
+        for row in scan(
+            args.function, range(int(lo), int(hi or lo) + 1), args.clamp, args.variable, args.order
+        ):
             print(row)
         return 0
-    if args.function not in FUNCTIONS:
-        ap.error(f"no accurate-tier program for {args.function} (see the module docstring)")
     text = spec.dumps(build_spec(args.function), "accurate")
     out = args.out if args.out is not None else spec.spec_path(args.function, "accurate")
     try:

@@ -13,7 +13,7 @@ here only (``spec_path``, ``load``, ``dumps``):
 * ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
   CUDA path, stored as PolySpec documents (``packed.py``, ``polyspec.py``).
 * ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier
-  (issue 17; sigmoid and tanh), three PolySpec documents per file (``family_programs.py``).
+  (issue 17; sigmoid, tanh and silu), three PolySpec documents per file (``family_programs.py``).
 
 The settings each kind is fitted with are in one table below (``DEFAULTS``,
 ``PACKED_DEFAULTS``, ``CELLS_TAILS_FROM``, ``FAMILY_DEFAULTS``); nothing else writes those numbers.
@@ -97,30 +97,32 @@ CELLS_TAILS_FROM = 5.0
 @dataclass(frozen=True)
 class FamilySettings:
     """The settings of one accurate-tier program of the activation family
-    (``family_programs``): degree of P, clamp L (also the fit interval), the operation order of
-    the forward (``replay.ORDERS``), IRLS iterations and sample points on [0, L]. The direct
-    backward is fitted with the same degree, clamp, iterations and points, as GELU's is."""
+    (``family_programs``): degree of P, clamp L (also the fit interval), the polynomial's
+    variable before normalisation (``polyspec.VARIABLES``: "u" = |x| or "y" = x^2), the operation
+    order (``replay.ORDERS``), IRLS iterations and sample points on [0, L]. The direct backward
+    is fitted with the same degree, clamp, variable, iterations and points, as GELU's is."""
 
     degree: int
     clamp: float
+    variable: str
     order: str
     iters: int
     points: int
 
 
 # The accurate tier's programs (issue 17), by function (data/specs/<function>/accurate.json),
-# each the cheapest of a degree-and-clamp scan (``family_programs.scan``) that holds the tier:
-# the clamp is the smallest round value whose asymptote costs <= 3e-5 (sigmoid: e^-10.45 =
-# 2.9e-5; tanh: 2 e^-11.2 = 2.7e-5), the degree the lowest whose float32 replay stays within
-# 3e-5 inside it with every 16-bit bound held (one degree less misses 3e-5: 3.4e-5 for
-# sigmoid, 3.9e-5 for tanh; a plain minimax fit of sigmoid at degree 15, clamp 10.42, is
-# within it by 0.6 % on the float32 grid, 2.97e-5 inside and 2.98e-5 beyond, too thin a margin
-# for a grid that is not every float32). Sigmoid runs GELU's backward sequence (1/2 + x P(z)), tanh
-# x P(z). SiLU has no row: no degree of this form holds 3e-5 in float32 (1.3e-4 at
-# best; family_programs says why).
+# each the cheapest of a degree scan (``family_programs.scan``) that holds the tier. The clamp
+# is the smallest round value whose asymptote costs <= 3e-5 (sigmoid: e^-10.45 = 2.9e-5;
+# tanh: 2 e^-11.2 = 2.7e-5; SiLU: 13 e^-13 = 2.9e-5), the degree the lowest whose float32
+# replay stays within 3e-5 inside it with every 16-bit bound held; one degree less misses
+# 3e-5 (sigmoid 4.8e-5, tanh 4.6e-5, SiLU 6.6e-5). The variable is u = |x|, not x^2 as for
+# GELU: these functions have poles at +-i pi (tanh: +-i pi/2) close to the real line, and
+# in x^2 the pole lies just beyond the interval's end, which costs sigmoid 16, tanh 18 and
+# SiLU more than 26 (float32 never within 3e-5) degrees; family_programs says more.
 FAMILY_DEFAULTS = {
-    "sigmoid": FamilySettings(degree=16, clamp=10.45, order="turbogelu", iters=35, points=20000),
-    "tanh": FamilySettings(degree=18, clamp=5.6, order="generic", iters=35, points=20000),
+    "sigmoid": FamilySettings(11, 10.45, "u", "generic", iters=35, points=20000),
+    "tanh": FamilySettings(12, 5.6, "u", "generic", iters=35, points=20000),
+    "silu": FamilySettings(13, 13.0, "u", "generic", iters=35, points=20000),
 }
 
 
@@ -323,7 +325,7 @@ SCHEMAS = {
         "python -m turbogelu.approx.packed",
         2,
     ),
-    # The activation family's accurate tier: {mode} is the function (sigmoid, tanh).
+    # The activation family's accurate tier: {mode} is the function (sigmoid, tanh, silu).
     "accurate": Schema(
         "",
         "{mode}/accurate.json",
