@@ -56,8 +56,8 @@ ABS_BOUND = 3e-5
 # The 1-ulp bound holds for x >= this (below, the absolute bound; -inf: every input).
 ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0}
 FORMATS = ("bfloat16", "float16")
-# The float32 measurement: u = k GRID_STEP on [0, X], X = max(16, 1.5 L), both signs, plus the
-# CLAMP_NEIGHBOURS float32 values on either side of +-fl(L).
+# The float32 measurement inside the clamp: u = k GRID_STEP on [0, L], both signs, plus the
+# CLAMP_NEIGHBOURS float32 values below +-fl(L) (beyond it: the asymptote's tail_error).
 GRID_STEP = 2.0**-11
 CLAMP_NEIGHBOURS = 2000
 COMMAND = spec.SCHEMAS["accurate"].command
@@ -95,7 +95,8 @@ def fit_forward(function: str, settings: spec.FamilySettings) -> tuple[PolySpec,
 
 
 def fit_direct(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, list[float]]:
-    """The direct backward: a minimax IRLS fit of f' (even: P(z)), the forward's settings."""
+    """The direct backward: a minimax IRLS fit of f' (sigmoid', tanh': P(z); SiLU':
+    1/2 + x P(z)) with the forward's settings."""
     tpl = _template(function + "_grad", settings, "generic")
     return _irls(tpl, settings.iters, settings.points, None)
 
@@ -130,13 +131,11 @@ def float32_errors(ps: PolySpec) -> dict:
     """max |replay - f| beyond half a float32 ulp of the result: inside the clamp on the grid
     (module constants) and the asymptote's ``tail_error`` beyond it."""
     L = F32(ps.clamp)
-    X = max(16.0, 1.5 * float(L))
-    u = np.arange(int(X / GRID_STEP) + 1, dtype=F64) * GRID_STEP
+    u = np.arange(int(float(L) / GRID_STEP) + 1, dtype=F64) * GRID_STEP
     bits = L.view(np.int32)
-    near = np.arange(bits - CLAMP_NEIGHBOURS, bits + CLAMP_NEIGHBOURS + 1, dtype=np.int32)
+    near = np.arange(bits - CLAMP_NEIGHBOURS, bits + 1, dtype=np.int32)
     pos = np.concatenate([u, near.view(F32).astype(F64)])
     x = np.concatenate([-pos, pos]).astype(F32)
-    x = x[np.abs(x) <= L]
     got = replay(ps, x).astype(F64)
     err = np.abs(got - ps.tgt.f(x.astype(F64))) - rounding.ulp_of(got, "float32") / 2
     i = int(np.argmax(err))
@@ -147,9 +146,9 @@ def float32_errors(ps: PolySpec) -> dict:
         "window_max_abs_float32": window,
         "window_argmax": float(x[i]),
         "tail_error": tail,
-        "grid": f"u = k 2^-11 on [0, {X:g}] and the {CLAMP_NEIGHBOURS} float32 values on either "
-        "side of the clamp, both signs; errors beyond half a float32 ulp of the result; the "
-        "asymptote's error beyond the clamp from targets.Target.tail_error",
+        "grid": f"u = k 2^-11 on [0, L], fl(L) and the {CLAMP_NEIGHBOURS} float32 values below "
+        "it, both signs; errors beyond half a float32 ulp of the result; beyond the clamp the "
+        "asymptote's error, targets.Target.tail_error",
     }
 
 
