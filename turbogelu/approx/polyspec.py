@@ -23,8 +23,10 @@ in ``replay.py``, which the shipped kernels' replay uses too). Two orders ("prog
   the window is ``|x| <= fl(L_c)``. (At x = -0.0 ``fma(0, p, -0.0)`` is +0.0.)
 * ``"turbogelu"``: the shipped kernels' sequence (``replay.py``, ``poly_eval.h``):
   ``h = fma(x, P(z), 1/2)``, forward ``x * h``, backward ``h``, with the window decided on
-  ``fl(x*x) <= fl(L_c * L_c)``. Only for the forms those kernels have (variable "y", shift,
-  factor 2 for "x/2 + even" targets, factor 1 for "1/2 + odd" ones).
+  ``fl(x*x) <= fl(L_c * L_c)`` (variable "y": the GELU kernels) or on ``|x| <= fl(L_c)``
+  (variable "u": the activation family's, ``family_eval.h``). Only for the forms those
+  kernels have (shift, factor 2 for "x/2 + even" targets, factor 1 for "1/2 + odd" ones);
+  unlike the generic order it keeps the sign of -0.0 in "x/2 + even" (x * h).
 
 The two window tests agree for every x of the working format (the squares of neighbouring
 floats near L_c lie at least sqrt(2) ulps of L_c^2 apart, so rounding never merges them); the
@@ -118,10 +120,10 @@ class PolySpec:
             raise ValueError(f"clamp must be positive, got {self.clamp}")
         if self.program == "turbogelu":
             want = {"x/2 + even": 2, "1/2 + odd": 1}.get(tgt.reduction)
-            if want is None or (self.variable, self.shift, self.factor) != ("y", True, want):
+            if want is None or (self.shift, self.factor) != (True, want):
                 raise ValueError(
                     "program 'turbogelu' is the kernels' x (1/2 + x P(z)) / 1/2 + x Q(z): it "
-                    "needs variable 'y', shift, and factor 2 (x/2 + even) or 1 (1/2 + odd)"
+                    "needs shift, and factor 2 (x/2 + even) or 1 (1/2 + odd)"
                 )
 
     # ------------------------------------------------------------ the function in float64

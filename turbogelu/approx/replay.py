@@ -209,8 +209,9 @@ class Program:
     ``order="generic"``: the factor's multiplications, the last one fused with the
     reduction's constant part (``fma(y, p, x/2)``, ``fma(x, p, 1/2)``, ``x * p``, ...); the
     window is ``|x| <= fl(clamp)``. ``order="turbogelu"``: the shipped kernels' sequence
-    (module docstring; variable "y", shifted, factor 2 for "x/2 + even" and 1 for "1/2 + odd"),
-    with the window decided on ``fl(x*x) <= fl(fl(clamp)^2)``. ``clamp = inf``: no window.
+    (module docstring; shifted, factor 2 for "x/2 + even" and 1 for "1/2 + odd"), with the
+    window decided on ``fl(x*x) <= fl(fl(clamp)^2)`` in variable "y" and on ``|x| <= fl(clamp)``
+    in variable "u" (the activation family's kernels). ``clamp = inf``: no window.
     """
 
     coefficients: tuple
@@ -232,9 +233,11 @@ def program(prog: Program, ar, x, scheme: str = "horner"):
     scale = None if prog.scale is None else ar.round(prog.scale)
     coeffs = [ar.round(c) for c in prog.coefficients]
     if prog.order == "turbogelu":
-        y = ar.mul(x, x)
-        h = ar.fma(x, poly(ar, ar.fma(y, scale, -1.0), coeffs, scheme), 0.5)
-        return (ar.mul(x, h) if red == "x/2 + even" else h), y
+        # In x^2 the window is decided on y = x*x (the GELU kernels); in |x| on u itself (the
+        # family's kernels, family_eval.h). Either way x (1/2 + x P) keeps -0.0's sign.
+        key = ar.mul(x, x) if prog.variable == "y" else np.abs(x)
+        h = ar.fma(x, poly(ar, ar.fma(key, scale, -1.0), coeffs, scheme), 0.5)
+        return (ar.mul(x, h) if red == "x/2 + even" else h), key
     u = np.abs(x)
     y = ar.mul(u, u) if prog.variable == "y" else None
     v = y if prog.variable == "y" else u
@@ -271,7 +274,7 @@ def run(
         out, key = program(prog, ar, x, scheme)
         if math.isfinite(prog.clamp):
             limit = float(ar.round(prog.clamp))
-            if prog.order == "turbogelu":
+            if prog.order == "turbogelu" and prog.variable == "y":
                 limit = float(ar.round(limit * limit))
             out = np.where(key > limit, ar.round(prog.asymptote(x)), out)
     return out
