@@ -1,4 +1,5 @@
-"""turbogelu: fast, accurate polynomial GELU kernels for PyTorch.
+"""turbogelu: fast, accurate polynomial GELU kernels for PyTorch, and the same for sigmoid,
+tanh, SiLU, SwiGLU and tanh softcap.
 
 ``import turbogelu`` is cheap and needs neither torch nor the compiled extension; the torch
 API below is loaded on first use (``turbogelu.gelu`` etc.), which imports torch and
@@ -22,10 +23,26 @@ _LAZY = {
     "cpu_program": "turbogelu.ops",
     "GELU": "turbogelu.modules",
     "replace_gelu": "turbogelu.modules",
+    # the activation family (turbogelu/family.py)
+    "sigmoid": "turbogelu.family",
+    "tanh": "turbogelu.family",
+    "silu": "turbogelu.family",
+    "softcap": "turbogelu.family",
+    "swiglu": "turbogelu.family",
+    "sigmoid_": "turbogelu.family",
+    "tanh_": "turbogelu.family",
+    "silu_": "turbogelu.family",
+    "softcap_": "turbogelu.family",
+    "Sigmoid": "turbogelu.modules",
+    "Tanh": "turbogelu.modules",
+    "SiLU": "turbogelu.modules",
+    "SwiGLU": "turbogelu.modules",
+    "Softcap": "turbogelu.modules",
+    "replace_activations": "turbogelu.modules",
 }
 
 # Submodules reachable as attributes without importing them first (turbogelu.ops.use_cpu_kernel).
-_SUBMODULES = ("ops", "modules", "approx")
+_SUBMODULES = ("ops", "family", "modules", "approx")
 
 __all__ = ["__version__", *_LAZY]
 

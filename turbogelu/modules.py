@@ -1,11 +1,12 @@
-"""nn.Module drop-in for nn.GELU, and a function that swaps it into an existing model."""
+"""nn.Module drop-ins for nn.GELU, nn.SiLU, nn.Sigmoid and nn.Tanh (plus SwiGLU and Softcap),
+and functions that swap them into an existing model."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from . import ops
+from . import family, ops
 
 
 class GELU(nn.Module):
@@ -41,3 +42,123 @@ def replace_gelu(model: nn.Module, *, backward: str = "default") -> int:
                     replacement[id(child)] = GELU(child.approximate, backward=backward)
                 setattr(parent, name, replacement[id(child)])
     return len(replacement)
+
+
+class _Family(nn.Module):
+    """A family function as a module (``backward`` as the functions')."""
+
+    def __init__(self, *, backward: str = "default") -> None:
+        super().__init__()
+        family._check_backward(type(self).__name__, backward)
+        self.backward = backward
+
+    def extra_repr(self) -> str:
+        return f"backward={self.backward!r}"
+
+
+class Sigmoid(_Family):
+    """Polynomial sigmoid: ``turbogelu.Sigmoid()`` replaces ``nn.Sigmoid``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return family.sigmoid(x, backward=self.backward)
+
+
+class Tanh(_Family):
+    """Polynomial tanh: ``turbogelu.Tanh()`` replaces ``nn.Tanh``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return family.tanh(x, backward=self.backward)
+
+
+class SiLU(_Family):
+    """Polynomial SiLU: ``turbogelu.SiLU(inplace)`` replaces ``nn.SiLU``."""
+
+    def __init__(self, inplace: bool = False, *, backward: str = "default") -> None:
+        super().__init__(backward=backward)
+        self.inplace = inplace
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return family.silu(x, self.inplace, backward=self.backward)
+
+    def extra_repr(self) -> str:
+        return f"inplace={self.inplace}, " + super().extra_repr()
+
+
+class SwiGLU(_Family):
+    """``silu(a) * b`` with ``a, b = x.chunk(2, dim)``: the gate of a SwiGLU MLP whose two
+    projections are computed as one (its output has half of x's size along ``dim``)."""
+
+    def __init__(self, dim: int = -1, *, backward: str = "default") -> None:
+        super().__init__(backward=backward)
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[self.dim] % 2:
+            raise ValueError(
+                f"turbogelu.SwiGLU: dimension {self.dim} of x has odd size {x.shape[self.dim]}; "
+                "it must split into two equal halves"
+            )
+        a, b = x.chunk(2, self.dim)
+        return family.swiglu(a, b, backward=self.backward)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, " + super().extra_repr()
+
+
+class Softcap(_Family):
+    """``cap * tanh(x / cap)`` by the polynomial tanh."""
+
+    def __init__(self, cap: float, *, backward: str = "default") -> None:
+        super().__init__(backward=backward)
+        family._check_cap(cap)
+        self.cap = float(cap)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return family.softcap(x, self.cap, backward=self.backward)
+
+    def extra_repr(self) -> str:
+        return f"cap={self.cap}, " + super().extra_repr()
+
+
+# kind -> (the torch module it replaces, a function making the replacement from it)
+_REPLACEMENTS = {
+    "gelu": (nn.GELU, lambda m, bw: GELU(m.approximate, backward=bw)),
+    "silu": (nn.SiLU, lambda m, bw: SiLU(m.inplace, backward=bw)),
+    "sigmoid": (nn.Sigmoid, lambda m, bw: Sigmoid(backward=bw)),
+    "tanh": (nn.Tanh, lambda m, bw: Tanh(backward=bw)),
+}
+KINDS = tuple(_REPLACEMENTS)
+
+
+def replace_activations(
+    model: nn.Module, kinds=KINDS, *, backward: str = "default"
+) -> dict[str, int]:
+    """Replace every ``nn.GELU``, ``nn.SiLU``, ``nn.Sigmoid`` and ``nn.Tanh`` of the given
+    ``kinds`` inside ``model`` (in place) by this package's module; return how many modules
+    of each kind were replaced (shared instances count once and stay shared, as in
+    ``replace_gelu``). Only those module types are matched, never functional calls
+    (``torch.sigmoid`` inside a forward) or subclasses of this package's modules."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"replace_activations expects an nn.Module, got {type(model).__name__}")
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    bad = [k for k in kinds if k not in _REPLACEMENTS]
+    if bad:
+        raise ValueError(f"replace_activations: unknown kind(s) {bad}; choose from {KINDS}")
+    family._check_backward("replace_activations", backward)
+    ours = (GELU, SiLU, Sigmoid, Tanh)
+    counts = {k: 0 for k in kinds}
+    replacement: dict[int, nn.Module] = {}
+    for parent in model.modules():
+        for name, child in list(parent._modules.items()):
+            if child is None or isinstance(child, ours):
+                continue
+            for kind in kinds:
+                cls, make = _REPLACEMENTS[kind]
+                if type(child) is cls or isinstance(child, cls):
+                    if id(child) not in replacement:
+                        replacement[id(child)] = make(child, backward)
+                        counts[kind] += 1
+                    setattr(parent, name, replacement[id(child)])
+                    break
+    return counts

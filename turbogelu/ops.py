@@ -334,3 +334,8 @@ def poly_gelu(x: torch.Tensor, spec) -> torch.Tensor:
 def poly_gelu_backward(grad: torch.Tensor, x: torch.Tensor, spec) -> torch.Tensor:
     """The backward kernel, ``grad * (1/2 + x P(z))``, with a "1/2 + odd" spec's coefficients."""
     return _ops.poly_gelu_backward(grad, x, *poly_args(spec))
+
+
+# The activation family's registrations (fake kernels, autograd) come with the ops, so that
+# torch.ops.turbogelu.sigmoid & co. are complete whichever module was imported first.
+from . import family as _family  # noqa: E402, F401

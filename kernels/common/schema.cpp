@@ -8,6 +8,8 @@
 // benchmark's probes live apart, in torch.ops.turbogelu_bench (kernels/cpu/stream_ops.cpp).
 #include <torch/library.h>
 
+#include <string>
+
 TORCH_LIBRARY(turbogelu, m) {
   // `backward` picks the coefficients autograd uses for this call: "default" (the more
   // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative
@@ -23,4 +25,38 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def(
       "gelu_backward.out(Tensor grad, Tensor x, str approximate=\"none\", "
       "str backward=\"default\", *, Tensor(a!) out) -> ()");
+
+  // The activation family (turbogelu/family.h): the same forms as gelu's. `backward` picks
+  // the derivative autograd uses: "default" (the more accurate, per the spec), "direct" (a
+  // fit of f') or "matched" (the derivative of the forward program). Backward ops take x
+  // (not the forward's result) and recompute the derivative from it.
+  for (const char* f : {"sigmoid", "tanh", "silu"}) {
+    const std::string n(f);
+    m.def((n + "(Tensor x, *, str backward=\"default\") -> Tensor").c_str());
+    m.def((n + ".out(Tensor x, *, Tensor(a!) out) -> ()").c_str());
+    m.def((n + "_(Tensor(a!) x) -> ()").c_str());
+    m.def((n + "_backward(Tensor grad, Tensor x, str backward=\"default\") -> Tensor").c_str());
+    m.def(
+        (n +
+         "_backward.out(Tensor grad, Tensor x, str backward=\"default\", *, Tensor(a!) out) -> ()")
+            .c_str());
+  }
+  // softcap(x, cap) = cap * tanh(x / cap), cap a positive finite float.
+  m.def("softcap(Tensor x, float cap, *, str backward=\"default\") -> Tensor");
+  m.def("softcap.out(Tensor x, float cap, *, Tensor(a!) out) -> ()");
+  m.def("softcap_(Tensor(a!) x, float cap) -> ()");
+  m.def("softcap_backward(Tensor grad, Tensor x, float cap, str backward=\"default\") -> Tensor");
+  m.def(
+      "softcap_backward.out(Tensor grad, Tensor x, float cap, str backward=\"default\", *, "
+      "Tensor(a!) out) -> ()");
+  // swiglu(a, b) = silu(a) * b (same shapes, no broadcasting); its backward returns
+  // (grad_a, grad_b) from one pass.
+  m.def("swiglu(Tensor a, Tensor b, *, str backward=\"default\") -> Tensor");
+  m.def("swiglu.out(Tensor a, Tensor b, *, Tensor(a!) out) -> ()");
+  m.def(
+      "swiglu_backward(Tensor grad, Tensor a, Tensor b, str backward=\"default\") -> "
+      "(Tensor, Tensor)");
+  m.def(
+      "swiglu_backward.out(Tensor grad, Tensor a, Tensor b, str backward=\"default\", *, "
+      "Tensor(a!) grad_a, Tensor(b!) grad_b) -> ()");
 }

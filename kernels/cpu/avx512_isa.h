@@ -25,6 +25,7 @@ TG_INLINE V16 tg_tail_select(__mmask16 m, V16 x, V16 other) {
   return {_mm512_mask_max_ps(other.v, m, x.v, _mm512_set1_ps(-0.0f))};
 }
 TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
+TG_INLINE V16 tg_abs(V16 x) { return {_mm512_abs_ps(x.v)}; }
 // The cells kernel: max/min with the bound first return x itself when x is NaN; the lookup
 // is one two-table permute, which reads only the low five bits of each index.
 TG_INLINE V16 tg_clamp_below(V16 x, V16 lo) { return {_mm512_max_ps(lo.v, x.v)}; }

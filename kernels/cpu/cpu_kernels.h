@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "turbogelu/family.h"
 #include "turbogelu/poly_eval.h"
 
 namespace turbogelu {
@@ -38,12 +39,32 @@ using CellsForwardFn = void (*)(const void* x, void* out, int64_t n, const CellT
 using CellsBackwardFn = void (*)(const void* grad, const void* x, void* out, int64_t n,
                                  const CellTable& t, bool stream);
 
+// The activation family's kernels of one op (turbogelu/family.h), by element type; nullptr
+// where the kind has no such kernel or this instruction set none of its own (use the scalar
+// table's).
+//   unary   Plain and Scaled forward: out = f(x)
+//   binary  Plain and Scaled backward: out = grad f'(x), (a, b) = (grad, x); Gated forward:
+//           out = f(a) b
+//   pair    Gated backward: (out_a, out_b) from (grad, a, b); plain stores only
+using FamilyUnaryFn = void (*)(const void* x, void* out, int64_t n, const FamilyCall& c,
+                               bool stream);
+using FamilyBinaryFn = void (*)(const void* a, const void* b, void* out, int64_t n,
+                                const FamilyCall& c, bool stream);
+using FamilyPairFn = void (*)(const void* g, const void* a, const void* b, void* out_a, void* out_b,
+                              int64_t n, const FamilyCall& c);
+struct FamilyKernels {
+  FamilyUnaryFn unary[kNumDTypes];
+  FamilyBinaryFn binary[kNumDTypes];
+  FamilyPairFn pair[kNumDTypes];
+};
+
 struct KernelTable {
   const char* name;
   ForwardFn forward[kNumDTypes];  // nullptr: use the scalar table's entry
   BackwardFn backward[kNumDTypes];
   CellsForwardFn cells_forward[kNumDTypes];  // likewise
   CellsBackwardFn cells_backward[kNumDTypes];
+  const FamilyKernels* family;  // kNumFamilyOps entries
 };
 
 const KernelTable& scalar_table();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cpu_kernels.h"
+#include "dispatch.h"
 #include "turbogelu/gelu_coeffs.h"
 #include "turbogelu/ops_common.h"
 
@@ -552,6 +553,14 @@ bool cuda_packed() { return packed_slot().load(std::memory_order_relaxed); }
 // Entry points for the other operator files (poly_ops.cpp: coefficients given at run time).
 // The same path as gelu / gelu_backward: current instruction set, scheme and grain.
 namespace cpu {
+
+const KernelTable& current_kernel_table() { return current_table(); }
+int64_t parallel_grain() { return g_grain.load(std::memory_order_relaxed); }
+bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain) {
+  return streams(static_cast<const char*>(out), es, n, bytes, grain);
+}
+int dtype_index_of(const at::Tensor& t, const char* op) { return dtype_index(t, op); }
+void check_on_cpu(const at::Tensor& t, const char* op, const char* what) { check_cpu(t, op, what); }
 
 at::Tensor forward_with(const at::Tensor& x, const PolyCoeffs& k) {
   check_cpu(x, "poly_gelu", "x");

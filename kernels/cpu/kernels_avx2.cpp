@@ -21,6 +21,7 @@
 
 #define TG_ISA_NAMESPACE avx2
 #include "cpu_kernels.h"
+#include "family_loops.h"
 #include "loops.h"
 
 namespace turbogelu {
@@ -43,6 +44,7 @@ TG_INLINE V8 tg_tail_select(M8 m, V8 x, V8 other) {
   return {_mm256_blendv_ps(other.v, _mm256_max_ps(x.v, _mm256_set1_ps(-0.0f)), m.m)};
 }
 TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
+TG_INLINE V8 tg_abs(V8 x) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x.v)}; }
 // The cells kernel: max/min with the bound first return x itself when x is NaN.
 TG_INLINE V8 tg_clamp_below(V8 x, V8 lo) { return {_mm256_max_ps(lo.v, x.v)}; }
 TG_INLINE V8 tg_clamp_above(V8 x, V8 hi) { return {_mm256_min_ps(hi.v, x.v)}; }
@@ -136,6 +138,7 @@ const KernelTable* avx2_table() {
        nullptr},
       {backward_cells<Avx2Isa, float>, backward_cells<Avx2Isa, f16_t>,
        backward_cells<Avx2Isa, bf16_t>, nullptr},
+      family_kernels<Avx2Isa>(),
   };
   return &table;
 }

@@ -24,6 +24,7 @@
 #define TG_ISA_NAMESPACE avx512
 #include "avx512_isa.h"
 #include "cpu_kernels.h"
+#include "family_loops.h"
 #include "loops.h"
 
 namespace turbogelu {
@@ -39,6 +40,7 @@ const KernelTable* avx512_table() {
        forward_cells<Avx512Isa, bf16_t>, nullptr},
       {backward_cells<Avx512Isa, float>, backward_cells<Avx512Isa, f16_t>,
        backward_cells<Avx512Isa, bf16_t>, nullptr},
+      family_kernels<Avx512Isa>(),
   };
   return &table;
 }

@@ -28,6 +28,7 @@
 #define TG_ISA_NAMESPACE avx512bf16
 #include "avx512_isa.h"
 #include "cpu_kernels.h"
+#include "family_loops.h"
 #include "loops.h"
 
 namespace turbogelu {
@@ -58,6 +59,19 @@ struct Avx512Bf16Isa : Avx512Isa {
   }
 };
 
+// The avx512 family table with this file's bfloat16 kernels.
+const FamilyKernels* family_bf16(const FamilyKernels* base) {
+  static const auto table = [base] {
+    struct Table {
+      FamilyKernels ops[kNumFamilyOps];
+    } t;
+    for (int op = 0; op < kNumFamilyOps; ++op) t.ops[op] = base[op];
+    family_fill<Avx512Bf16Isa, bf16_t>(t.ops);
+    return t;
+  }();
+  return table.ops;
+}
+
 }  // namespace
 }  // namespace avx512bf16
 
@@ -71,6 +85,7 @@ const KernelTable* avx512bf16_table() {
        nullptr},
       {base->cells_backward[kF32], base->cells_backward[kF16],
        backward_cells<Avx512Bf16Isa, bf16_t>, nullptr},
+      family_bf16(base->family),
   };
   return &table;
 }

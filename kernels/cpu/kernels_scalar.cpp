@@ -5,6 +5,7 @@
 
 #include "convert.h"
 #include "cpu_kernels.h"
+#include "family_loops.h"
 #include "loops.h"
 
 namespace turbogelu {
@@ -46,6 +47,7 @@ const KernelTable& scalar_table() {
        forward_cells<ScalarIsa, bf16_t>, forward_cells<ScalarF64Isa, double>},
       {backward_cells<ScalarIsa, float>, backward_cells<ScalarIsa, f16_t>,
        backward_cells<ScalarIsa, bf16_t>, backward_cells<ScalarF64Isa, double>},
+      family_kernels<ScalarIsa, ScalarF64Isa>(),
   };
   return table;
 }

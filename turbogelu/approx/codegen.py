@@ -2,6 +2,9 @@
 
 * ``kernels/include/turbogelu/gelu_coeffs.h`` (CPU and CUDA), every coefficient a float32 hex
   literal;
+* ``kernels/include/turbogelu/family_coeffs.h``: the activation family's programs
+  (``data/specs/<function>/accurate.json``) in the shape of ``family_eval.h``, and the list of
+  program shapes the kernels instantiate;
 * ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as poly_eval.h written
   out in Metal, every coefficient an *exact* decimal literal (the float32 value's full decimal
   expansion, so any compiler reads the same bits; its hex form stands beside it).
@@ -12,6 +15,7 @@ regenerates both files and compares (``python -m turbogelu codegen --check``).
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,6 +23,7 @@ from . import spec as specmod
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 HEADER = KERNELS / "include" / "turbogelu" / "gelu_coeffs.h"
+FAMILY_HEADER = KERNELS / "include" / "turbogelu" / "family_coeffs.h"
 METAL = KERNELS / "mps" / "gelu_kernels.metal"
 MODES = specmod.MODES
 # C++ identifiers for the three coefficient sets of a spec.
@@ -336,5 +341,100 @@ def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     specs = load_specs(spec_dir)
     return {
         HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
+        FAMILY_HEADER: render_family(load_family(spec_dir)),
         METAL: render_metal(specs),
     }
+
+
+# ---------------------------------------------------------------- the activation family
+
+# family_eval.h's Form of a program, from its target's reduction, factor and operation order
+# (the forms the family's kernels evaluate; anything else is refused).
+_FORMS = {
+    ("1/2 + odd", 1): "HalfPlusOdd",
+    ("odd", 1): "Odd",
+    ("x/2 + even", 2): "XHalfPlusEven",
+    ("even", 0): "Even",
+}
+# (below, above): the asymptote beyond -clamp and +clamp (targets.ASYMPTOTES); "relu" is x
+# itself above and -0.0 below, which XHalfPlusEven selects by itself.
+_ASYMPTOTES = {"step": ("0.0f", "1.0f"), "sign": ("-1.0f", "1.0f"), "zero": ("0.0f", "0.0f"),
+               "relu": ("-0.0f", "0.0f")}  # fmt: skip
+
+
+def family_form(ps) -> str:
+    """The family_eval.h Form of a PolySpec, or ValueError when the kernels have none."""
+    tgt = ps.tgt
+    form = _FORMS.get((tgt.reduction, ps.factor))
+    ok = (
+        form is not None
+        and ps.variable == "u"
+        and ps.shift
+        and ps.fmt == "float32"
+        and math.isfinite(ps.clamp)
+        # x/2 + even needs the sign-keeping order x (1/2 + x p); the others are the same
+        # sequence in either order.
+        and (form != "XHalfPlusEven" or ps.program == "turbogelu")
+    )
+    if not ok:
+        raise ValueError(f"no family kernel evaluates {ps.describe()}")
+    return form
+
+
+def load_family(spec_dir: Path | None = None) -> dict[str, dict]:
+    """The accurate-tier specs of the family: ``spec_dir/<function>/`` when it exists."""
+    from . import family_programs
+
+    out = {}
+    for fn in family_programs.FUNCTIONS:
+        root = spec_dir if spec_dir is not None and (Path(spec_dir) / fn).is_dir() else None
+        out[fn] = specmod.load(specmod.spec_path(fn, "accurate", root=root), "accurate")
+    return out
+
+
+def _family_program(fn: str, name: str, ps, errors: dict) -> list[str]:
+    below, above = _ASYMPTOTES[ps.tgt.asymptote_kind]
+    coeffs = ", ".join(_lit(specmod.f32_hex(c)) for c in ps.coefficients)
+    return [
+        f"// {name}: {ps.describe()}; float32 replay: max |err| "
+        f"{errors['float32']['max_abs_float32']:.3e}",
+        f"inline constexpr FamilyProgram {fn}_{name} = {{",
+        f"    {ps.degree}, {_lit(specmod.f32_hex(ps.clamp))}, {_lit(specmod.f32_hex(ps.scale))}, "
+        f"{below}, {above},",
+        f"    {{{coeffs}}}}};",
+    ]
+
+
+def render_family(docs: dict[str, dict]) -> str:
+    from .polyspec import PolySpec
+
+    lines = [
+        "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
+        "// data/specs/<function>/accurate.json (python -m turbogelu.approx.family_programs).",
+        "//",
+        "// The activation family's accurate-tier programs in the shape of family_eval.h, and",
+        "// TG_FAMILY_SHAPES(X): X(function, forward form, forward degree, backward form,",
+        "// backward degree) for each function, the shapes the kernels are compiled for.",
+        "#pragma once",
+        "",
+        '#include "turbogelu/family_eval.h"',
+        "",
+        "namespace turbogelu {",
+        "namespace coeffs {",
+    ]
+    shapes = []
+    for fn, doc in docs.items():
+        parts = {name: PolySpec.from_dict(doc[name]) for name in specmod.PARTS}
+        fwd, direct, matched = (parts[n] for n in specmod.PARTS)
+        back = {family_form(direct), family_form(matched)}
+        if len(back) != 1 or direct.degree != matched.degree:
+            raise ValueError(f"{fn}: the direct and matched backward differ in shape")
+        lines += ["", f"// {fn}: {doc['generated_by']}"]
+        for name in specmod.PARTS:
+            lines += _family_program(fn, name, parts[name], doc[name]["errors"])
+        default = "true" if doc["default_backward"] == "direct" else "false"
+        lines += [f"inline constexpr bool {fn}_default_backward_is_direct = {default};"]
+        shapes.append(f"  X({fn}, {family_form(fwd)}, {fwd.degree}, {back.pop()}, {direct.degree})")
+    lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
+    lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
+    return "\n".join(lines)

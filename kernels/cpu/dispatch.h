@@ -1,0 +1,28 @@
+// The CPU dispatch choices that every operator file shares (defined in gelu_ops.cpp, where
+// the switches live): the instruction set the calling thread runs, the parallel grain and
+// the store choice. So the family's ops (family_ops.cpp) split, store and dispatch exactly as
+// GELU's do.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "cpu_kernels.h"
+
+namespace turbogelu {
+namespace cpu {
+
+// The kernel table of the instruction set the calling thread uses now.
+const KernelTable& current_kernel_table();
+// Elements per at::parallel_for chunk.
+int64_t parallel_grain();
+// Whether a call of n elements of size es, moving `bytes` in all, writing to `out`, streams.
+bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain);
+// The kernel tables' index of t's dtype, or a clear error naming `op`.
+int dtype_index_of(const at::Tensor& t, const char* op);
+// t must be on the CPU (this is the CPU kernel).
+void check_on_cpu(const at::Tensor& t, const char* op, const char* what);
+
+}  // namespace cpu
+}  // namespace turbogelu

@@ -1,0 +1,263 @@
+// The activation family's CPU operators (sigmoid, tanh, silu, softcap, swiglu; turbogelu/
+// family.h): family_common.h's semantics over the kernels of the instruction set the calling
+// thread runs, split over threads and stored exactly as GELU's are (dispatch.h).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/library.h>
+
+#include "dispatch.h"
+#include "turbogelu/family_common.h"
+
+namespace turbogelu {
+namespace {
+
+// The kernels of op for t's dtype: this instruction set's, else the scalar table's.
+const cpu::FamilyKernels& kernels_of(const cpu::KernelTable& t, FamilyOp op) {
+  return t.family[op];
+}
+
+template <class Pick>
+auto pick(FamilyOp op, int d, Pick p) {
+  const auto f = p(kernels_of(cpu::current_kernel_table(), op))[d];
+  return f != nullptr ? f : p(kernels_of(cpu::scalar_table(), op))[d];
+}
+
+struct CpuFamilyBackend {
+  static void check_device(const at::Tensor& t, const at::Tensor&, const char* op,
+                           const char* what) {
+    cpu::check_on_cpu(t, op, what);
+  }
+  struct Guard {
+    explicit Guard(const at::Tensor&) {}
+  };
+
+  static void launch_unary(FamilyOp op, const at::Tensor& x, const at::Tensor& out,
+                           const FamilyCall& c) {
+    const int64_t n = x.numel();
+    if (n == 0) return;
+    const int d = cpu::dtype_index_of(x, family_op(op).name);
+    const auto fn = pick(op, d, [](const cpu::FamilyKernels& k) { return k.unary; });
+    const char* xp = static_cast<const char*>(x.const_data_ptr());
+    char* op_ = static_cast<char*>(out.data_ptr());
+    const int64_t es = x.element_size(), grain = cpu::parallel_grain();
+    const bool stream = cpu::stream_output(op_, es, n, 2 * n * es, grain);
+    at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+      fn(xp + b * es, op_ + b * es, e - b, c, stream);
+    });
+  }
+
+  static void launch_binary(FamilyOp op, const at::Tensor& a, const at::Tensor& b,
+                            const at::Tensor& out, const FamilyCall& c) {
+    const int64_t n = a.numel();
+    if (n == 0) return;
+    const int d = cpu::dtype_index_of(a, family_op(op).name);
+    const auto fn = pick(op, d, [](const cpu::FamilyKernels& k) { return k.binary; });
+    const char* ap = static_cast<const char*>(a.const_data_ptr());
+    const char* bp = static_cast<const char*>(b.const_data_ptr());
+    char* op_ = static_cast<char*>(out.data_ptr());
+    const int64_t es = a.element_size(), grain = cpu::parallel_grain();
+    const bool stream = cpu::stream_output(op_, es, n, 3 * n * es, grain);
+    at::parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) {
+      fn(ap + lo * es, bp + lo * es, op_ + lo * es, hi - lo, c, stream);
+    });
+  }
+
+  static void launch_pair(FamilyOp op, const at::Tensor& g, const at::Tensor& a,
+                          const at::Tensor& b, const at::Tensor& out_a, const at::Tensor& out_b,
+                          const FamilyCall& c) {
+    const int64_t n = a.numel();
+    if (n == 0) return;
+    const int d = cpu::dtype_index_of(a, family_op(op).name);
+    const auto fn = pick(op, d, [](const cpu::FamilyKernels& k) { return k.pair; });
+    const char* gp = static_cast<const char*>(g.const_data_ptr());
+    const char* ap = static_cast<const char*>(a.const_data_ptr());
+    const char* bp = static_cast<const char*>(b.const_data_ptr());
+    char* oa = static_cast<char*>(out_a.data_ptr());
+    char* ob = static_cast<char*>(out_b.data_ptr());
+    const int64_t es = a.element_size();
+    at::parallel_for(0, n, cpu::parallel_grain(), [&](int64_t lo, int64_t hi) {
+      fn(gp + lo * es, ap + lo * es, bp + lo * es, oa + lo * es, ob + lo * es, hi - lo, c);
+    });
+  }
+};
+using Ops = ops::FamilyOps<CpuFamilyBackend>;
+
+// ---------------------------------------------------------------- the schemas' signatures
+
+template <FamilyOp Op>
+at::Tensor unary(const at::Tensor& x, c10::string_view backward) {
+  return Ops::forward(Op, x, backward, 1.0);
+}
+template <FamilyOp Op>
+void unary_out(const at::Tensor& x, const at::Tensor& out) {
+  Ops::forward_out(Op, x, 1.0, out);
+}
+template <FamilyOp Op>
+void unary_inplace(const at::Tensor& x) {
+  Ops::forward_out(Op, x, 1.0, x);
+}
+template <FamilyOp Op>
+at::Tensor unary_backward(const at::Tensor& grad, const at::Tensor& x, c10::string_view bw) {
+  return Ops::backward(Op, grad, x, 1.0, bw);
+}
+template <FamilyOp Op>
+void unary_backward_out(const at::Tensor& grad, const at::Tensor& x, c10::string_view bw,
+                        const at::Tensor& out) {
+  Ops::backward_out(Op, grad, x, 1.0, bw, out);
+}
+
+at::Tensor softcap(const at::Tensor& x, double cap, c10::string_view backward) {
+  return Ops::forward(kFamily_softcap, x, backward, cap);
+}
+void softcap_out(const at::Tensor& x, double cap, const at::Tensor& out) {
+  Ops::forward_out(kFamily_softcap, x, cap, out);
+}
+void softcap_inplace(const at::Tensor& x, double cap) {
+  Ops::forward_out(kFamily_softcap, x, cap, x);
+}
+at::Tensor softcap_backward(const at::Tensor& grad, const at::Tensor& x, double cap,
+                            c10::string_view bw) {
+  return Ops::backward(kFamily_softcap, grad, x, cap, bw);
+}
+void softcap_backward_out(const at::Tensor& grad, const at::Tensor& x, double cap,
+                          c10::string_view bw, const at::Tensor& out) {
+  Ops::backward_out(kFamily_softcap, grad, x, cap, bw, out);
+}
+
+at::Tensor swiglu(const at::Tensor& a, const at::Tensor& b, c10::string_view backward) {
+  return Ops::gated(kFamily_swiglu, a, b, backward);
+}
+void swiglu_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  Ops::gated_out(kFamily_swiglu, a, b, out);
+}
+std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& grad, const at::Tensor& a,
+                                                   const at::Tensor& b, c10::string_view bw) {
+  return Ops::gated_backward(kFamily_swiglu, grad, a, b, bw);
+}
+void swiglu_backward_out(const at::Tensor& grad, const at::Tensor& a, const at::Tensor& b,
+                         c10::string_view bw, const at::Tensor& grad_a, const at::Tensor& grad_b) {
+  Ops::gated_backward_out(kFamily_swiglu, grad, a, b, bw, grad_a, grad_b);
+}
+
+// ---------------------------------------------------------------- autograd guards
+// As GELU's (gelu_ops.cpp): the mutating forms have no derivative; refuse when a gradient
+// would be needed, run below autograd, and bump the version of what they write.
+
+void refuse_grad(const std::string& what, std::initializer_list<const at::Tensor*> ts) {
+  if (!at::GradMode::is_enabled()) return;
+  for (const at::Tensor* t : ts)
+    TORCH_CHECK(!t->requires_grad(), "turbogelu.", what,
+                ": the in-place / out= form does not support autograd (an input requires "
+                "grad); use the functional form, or run under torch.no_grad()");
+}
+
+template <class Sig>
+c10::TypedOperatorHandle<Sig> find_op(const std::string& name, const char* overload) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload).typed<Sig>();
+}
+
+// Call op below autograd with args after the guard, and bump the versions of what it wrote.
+template <class Sig, class... Args>
+void below_autograd(const c10::TypedOperatorHandle<Sig>& op, const std::string& what,
+                    std::initializer_list<const at::Tensor*> inputs,
+                    std::initializer_list<const at::Tensor*> written, Args&&... args) {
+  refuse_grad(what, inputs);
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(std::forward<Args>(args)...);
+  }
+  for (const at::Tensor* t : written) torch::autograd::impl::bump_version(*t);
+}
+
+using T = at::Tensor;
+using S = c10::string_view;
+
+std::string qualified(FamilyOp op, const char* suffix) {
+  return std::string("turbogelu::") + family_op(op).name + suffix;
+}
+
+template <FamilyOp Op>
+void unary_out_ag(const T& x, const T& out) {
+  using Sig = void(const T&, const T&);
+  static const auto op = find_op<Sig>(qualified(Op, ""), "out");
+  below_autograd(op, std::string(family_op(Op).name) + "(out=)", {&x, &out}, {&out}, x, out);
+}
+template <FamilyOp Op>
+void unary_inplace_ag(const T& x) {
+  static const auto op = find_op<void(const T&)>(qualified(Op, "_"), "");
+  below_autograd(op, std::string(family_op(Op).name) + "_", {&x}, {&x}, x);
+}
+template <FamilyOp Op>
+void unary_backward_out_ag(const T& g, const T& x, S bw, const T& out) {
+  using Sig = void(const T&, const T&, S, const T&);
+  static const auto op = find_op<Sig>(qualified(Op, "_backward"), "out");
+  below_autograd(op, std::string(family_op(Op).name) + "_backward(out=)", {&g, &x, &out}, {&out}, g,
+                 x, bw, out);
+}
+void softcap_out_ag(const T& x, double cap, const T& out) {
+  static const auto op = find_op<void(const T&, double, const T&)>("turbogelu::softcap", "out");
+  below_autograd(op, "softcap(out=)", {&x, &out}, {&out}, x, cap, out);
+}
+void softcap_inplace_ag(const T& x, double cap) {
+  static const auto op = find_op<void(const T&, double)>("turbogelu::softcap_", "");
+  below_autograd(op, "softcap_", {&x}, {&x}, x, cap);
+}
+void softcap_backward_out_ag(const T& g, const T& x, double cap, S bw, const T& out) {
+  using Sig = void(const T&, const T&, double, S, const T&);
+  static const auto op = find_op<Sig>("turbogelu::softcap_backward", "out");
+  below_autograd(op, "softcap_backward(out=)", {&g, &x, &out}, {&out}, g, x, cap, bw, out);
+}
+void swiglu_out_ag(const T& a, const T& b, const T& out) {
+  using Sig = void(const T&, const T&, const T&);
+  static const auto op = find_op<Sig>("turbogelu::swiglu", "out");
+  below_autograd(op, "swiglu(out=)", {&a, &b, &out}, {&out}, a, b, out);
+}
+void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, const T& ga, const T& gb) {
+  using Sig = void(const T&, const T&, const T&, S, const T&, const T&);
+  static const auto op = find_op<Sig>("turbogelu::swiglu_backward", "out");
+  below_autograd(op, "swiglu_backward(out=)", {&g, &a, &b, &ga, &gb}, {&ga, &gb}, g, a, b, bw, ga,
+                 gb);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
+#define TG_UNARY(op)                                      \
+  m.impl(#op, &unary<kFamily_##op>);                      \
+  m.impl(#op ".out", &unary_out<kFamily_##op>);           \
+  m.impl(#op "_", &unary_inplace<kFamily_##op>);          \
+  m.impl(#op "_backward", &unary_backward<kFamily_##op>); \
+  m.impl(#op "_backward.out", &unary_backward_out<kFamily_##op>);
+  TG_UNARY(sigmoid)
+  TG_UNARY(tanh)
+  TG_UNARY(silu)
+#undef TG_UNARY
+  m.impl("softcap", &softcap);
+  m.impl("softcap.out", &softcap_out);
+  m.impl("softcap_", &softcap_inplace);
+  m.impl("softcap_backward", &softcap_backward);
+  m.impl("softcap_backward.out", &softcap_backward_out);
+  m.impl("swiglu", &swiglu);
+  m.impl("swiglu.out", &swiglu_out);
+  m.impl("swiglu_backward", &swiglu_backward);
+  m.impl("swiglu_backward.out", &swiglu_backward_out);
+}
+
+TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
+#define TG_UNARY(op)                                \
+  m.impl(#op ".out", &unary_out_ag<kFamily_##op>);  \
+  m.impl(#op "_", &unary_inplace_ag<kFamily_##op>); \
+  m.impl(#op "_backward.out", &unary_backward_out_ag<kFamily_##op>);
+  TG_UNARY(sigmoid)
+  TG_UNARY(tanh)
+  TG_UNARY(silu)
+#undef TG_UNARY
+  m.impl("softcap.out", &softcap_out_ag);
+  m.impl("softcap_", &softcap_inplace_ag);
+  m.impl("softcap_backward.out", &softcap_backward_out_ag);
+  m.impl("swiglu.out", &swiglu_out_ag);
+  m.impl("swiglu_backward.out", &swiglu_backward_out_ag);
+}
+
+}  // namespace turbogelu

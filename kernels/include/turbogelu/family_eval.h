@@ -1,0 +1,129 @@
+// The per-element math of the activation family (sigmoid, tanh, SiLU, and through them
+// softcap and SwiGLU): one program shape for every function and direction, shared by the CPU
+// instruction sets and CUDA like poly_eval.h's GELU.
+//
+//   u = |x|,  z = fma(u, scale, -1) in [-1, 1] on the window |x| <= clamp,  p = P(z) (Horner),
+//   then the function's reconstruction (its symmetry reduction, turbogelu/approx/targets.py):
+//     HalfPlusOdd    fma(x, p, 1/2)          sigmoid = 1/2 + odd; SiLU' and GELU' likewise
+//     Odd            x * p                   tanh
+//     XHalfPlusEven  x * fma(x, p, 1/2)      SiLU = x/2 + x^2 p (x^2 = u^2: the residual is even)
+//     Even           p                       sigmoid', tanh'
+//   and beyond the clamp the asymptote: x > 0 ? above : below (XHalfPlusEven: x, or -0.0).
+//
+// Why |x| and not x^2 as GELU's kernels: these functions have poles at +-i pi or +-i pi/2 and
+// must follow the function out to a clamp of 5.6-13; in x^2 the pole sits just left of the
+// interval and the fit needs degrees 16-26, in |x| 11-13 do (turbogelu/approx/
+// family_programs.py). The window is decided on u itself: NaN compares false and stays in the
+// polynomial, so it stays NaN. x * fma(x, p, 1/2) rather than fma(u, u p, x/2) keeps
+// silu(-0.0) = -0.0 (an FMA adding +0 to -0 gives +0). turbogelu/approx/replay.py's order
+// "turbogelu" in variable "u" (and "generic" for the other forms) replays exactly this.
+#pragma once
+
+#include "turbogelu/poly_eval.h"
+
+namespace turbogelu {
+
+enum class Form : int { HalfPlusOdd = 0, Odd = 1, XHalfPlusEven = 2, Even = 3 };
+
+// One fitted program of the family; the generated family_coeffs.h holds the shipped ones.
+struct FamilyProgram {
+  int degree;   // P has degree + 1 coefficients
+  float clamp;  // the polynomial is used on |x| <= clamp
+  float scale;  // 2 / clamp, rounded to float32
+  float below;  // the result for x < -clamp (XHalfPlusEven: unused, -0.0)
+  float above;  // the result for x > clamp (XHalfPlusEven: unused, x itself)
+  float c[kMaxCoeffs];
+};
+
+// What one call of a family op evaluates: the function's program `f`, the derivative's `d`
+// (direct or matched, chosen by the caller), and softcap's scales (x * inv, then cap * t).
+struct FamilyCall {
+  FamilyProgram f;
+  FamilyProgram d;
+  float inv;  // 1/cap rounded to float32 (softcap only)
+  float cap;  // cap rounded to float32 (softcap only)
+};
+
+inline namespace TG_ISA_NAMESPACE {
+
+TG_HD TG_INLINE float tg_abs(float x) {
+#if defined(__CUDA_ARCH__)
+  return fabsf(x);
+#else
+  return std::fabs(x);
+#endif
+}
+TG_HD TG_INLINE double tg_abs(double x) {
+#if defined(__CUDA_ARCH__)
+  return fabs(x);
+#else
+  return std::fabs(x);
+#endif
+}
+
+// f(x) by the program k of shape (F, N = degree + 1).
+template <Form F, int N, class V>
+TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
+  const V u = tg_abs(x);
+  const V z = tg_fma(u, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
+  const V p = eval_poly<N, Scheme::Horner>(z, k.c);
+  V r;
+  if constexpr (F == Form::HalfPlusOdd) {
+    r = tg_fma(x, p, tg_splat(V{}, 0.5f));
+  } else if constexpr (F == Form::Odd) {
+    r = tg_mul(x, p);
+  } else if constexpr (F == Form::XHalfPlusEven) {
+    r = tg_mul(x, tg_fma(x, p, tg_splat(V{}, 0.5f)));
+  } else {
+    r = p;
+  }
+  const auto outside = tg_gt(u, tg_splat(V{}, k.clamp));
+  if constexpr (F == Form::XHalfPlusEven) {
+    return tg_tail_select(outside, x, r);  // max(x, -0.0): x beyond +clamp, -0.0 below -clamp
+  } else {
+    const V tail =
+        tg_select(tg_gt(x, tg_splat(V{}, 0.0f)), tg_splat(V{}, k.above), tg_splat(V{}, k.below));
+    return tg_select(outside, tail, r);
+  }
+}
+
+// The element functions of the three kinds of family op, each over float lanes (16-bit data is
+// widened before and rounded once after). Always multiply by the gradient (never select a
+// zero): a NaN gradient stays NaN where the derivative is 0.
+//
+// Plain (sigmoid, tanh, silu): f(x); backward grad * f'(x).
+template <Form Ff, int Nf, class V>
+TG_HD TG_INLINE V family_forward(V x, const FamilyCall& c) {
+  return family_eval<Ff, Nf>(x, c.f);
+}
+template <Form Fd, int Nd, class V>
+TG_HD TG_INLINE V family_backward(V grad, V x, const FamilyCall& c) {
+  return tg_mul(grad, family_eval<Fd, Nd>(x, c.d));
+}
+// Scaled (softcap = cap f(x / cap)): q = x * fl(1/cap); cap f(q); backward grad * f'(q).
+template <Form Ff, int Nf, class V>
+TG_HD TG_INLINE V scaled_forward(V x, const FamilyCall& c) {
+  const V q = tg_mul(x, tg_splat(V{}, c.inv));
+  return tg_mul(tg_splat(V{}, c.cap), family_eval<Ff, Nf>(q, c.f));
+}
+template <Form Fd, int Nd, class V>
+TG_HD TG_INLINE V scaled_backward(V grad, V x, const FamilyCall& c) {
+  return tg_mul(grad, family_eval<Fd, Nd>(tg_mul(x, tg_splat(V{}, c.inv)), c.d));
+}
+// Gated (swiglu(a, b) = f(a) b): forward f(a) * b; backward (grad b) f'(a) and grad f(a).
+template <Form Ff, int Nf, class V>
+TG_HD TG_INLINE V gated_forward(V a, V b, const FamilyCall& c) {
+  return tg_mul(family_eval<Ff, Nf>(a, c.f), b);
+}
+template <class V>
+struct Pair {
+  V first, second;
+};
+template <Form Ff, int Nf, Form Fd, int Nd, class V>
+TG_HD TG_INLINE Pair<V> gated_backward(V grad, V a, V b, const FamilyCall& c) {
+  return {tg_mul(tg_mul(grad, b), family_eval<Fd, Nd>(a, c.d)),
+          tg_mul(grad, family_eval<Ff, Nf>(a, c.f))};
+}
+
+}  // namespace TG_ISA_NAMESPACE
+}  // namespace turbogelu

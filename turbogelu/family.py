@@ -1,0 +1,346 @@
+"""The activation family as ops: sigmoid, tanh, SiLU, tanh softcap and SwiGLU, each a short
+polynomial between clamped tails (the ``accurate`` tier, ``data/specs/<function>/``), with fake
+kernels, autograd and the public functions. The schemas (kernels/common/schema.cpp)::
+
+    sigmoid(Tensor x, *, str backward="default") -> Tensor          (tanh, silu: the same)
+    sigmoid.out(Tensor x, *, Tensor(a!) out) -> ()
+    sigmoid_(Tensor(a!) x) -> ()
+    sigmoid_backward(Tensor grad, Tensor x, str backward="default") -> Tensor   (+ .out)
+    softcap(Tensor x, float cap, *, str backward="default") -> Tensor  (+ .out, softcap_,
+                                                                     softcap_backward[.out])
+    swiglu(Tensor a, Tensor b, *, str backward="default") -> Tensor    (+ .out)
+    swiglu_backward(Tensor grad, Tensor a, Tensor b, str backward="default")
+        -> (Tensor grad_a, Tensor grad_b)                              (+ .out)
+
+``softcap(x, cap) = cap * tanh(x / cap)`` (x is multiplied by 1/cap rounded to float32);
+``swiglu(a, b) = silu(a) * b`` with a and b of one shape and dtype (no broadcasting). The
+backward ops take the forward's input, not its result, and recompute the derivative:
+``backward`` picks it, "direct" (a fit of f', the default where the spec measured it the
+more accurate) or "matched" (the exact derivative of the forward program: gradcheck holds).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
+from ._checks import check_out, check_same_device
+
+_ops = torch.ops.turbogelu
+UNARY = ("sigmoid", "tanh", "silu")
+FUNCTIONS = (*UNARY, "softcap", "swiglu")
+BACKWARDS = ("default", "direct", "matched")
+
+
+def _check_backward(op: str, backward: str) -> None:
+    if backward not in BACKWARDS:
+        raise ValueError(
+            f"turbogelu.{op}: backward must be 'default', 'direct' or 'matched', got {backward!r}"
+        )
+
+
+def _check_cap(cap) -> None:
+    ok = isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap)
+    c32 = float(torch.tensor(float(cap), dtype=torch.float32)) if ok else 0.0
+    if not (ok and cap > 0 and math.isfinite(c32) and c32 > 0 and math.isfinite(1.0 / c32)):
+        raise ValueError(
+            "turbogelu.softcap: cap must be positive and finite (and so in float32, with its "
+            f"reciprocal), got {cap!r}"
+        )
+
+
+def _check_like(t, x, op: str, what: str, xname: str) -> None:
+    if t.dtype != x.dtype:
+        raise TypeError(
+            f"turbogelu.{op}: {what} has dtype {t.dtype} but {xname} has dtype {x.dtype}"
+        )
+    if t.shape != x.shape:
+        raise RuntimeError(
+            f"turbogelu.{op}: {what} has shape {list(t.shape)} but {xname} has shape "
+            f"{list(x.shape)} (no broadcasting)"
+        )
+
+
+# ---------------------------------------------------------------- fake kernels
+
+
+def _register_unary_fakes(name: str) -> None:
+    @torch.library.register_fake(f"turbogelu::{name}")
+    def _fake(x, *, backward="default"):
+        _check_backward(name, backward)
+        _gelu_ops._check_dtype(x, name)
+        return torch.empty_like(x)
+
+    @torch.library.register_fake(f"turbogelu::{name}.out")
+    def _fake_out(x, *, out):
+        check_same_device(name, x, out=out)
+        _gelu_ops._check_dtype(x, name)
+        check_out(out, x, name)
+
+    @torch.library.register_fake(f"turbogelu::{name}_")
+    def _fake_inplace(x):
+        _gelu_ops._check_dtype(x, name)
+
+    @torch.library.register_fake(f"turbogelu::{name}_backward")
+    def _fake_backward(grad, x, backward="default"):
+        _check_backward(name, backward)
+        check_same_device(name, x, grad=grad)
+        _gelu_ops._check_dtype(x, name)
+        _check_like(grad, x, name, "grad", "x")
+        return torch.empty_like(x)
+
+    @torch.library.register_fake(f"turbogelu::{name}_backward.out")
+    def _fake_backward_out(grad, x, backward="default", *, out):
+        _check_backward(name, backward)
+        check_same_device(name, x, grad=grad, out=out)
+        _gelu_ops._check_dtype(x, name)
+        _check_like(grad, x, name, "grad", "x")
+        _check_like(out, x, name, "out", "x")
+
+
+for _name in UNARY:
+    _register_unary_fakes(_name)
+
+
+@torch.library.register_fake("turbogelu::softcap")
+def _softcap_fake(x, cap, *, backward="default"):
+    _check_backward("softcap", backward)
+    _check_cap(cap)
+    _gelu_ops._check_dtype(x, "softcap")
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("turbogelu::softcap.out")
+def _softcap_out_fake(x, cap, *, out):
+    check_same_device("softcap", x, out=out)
+    _check_cap(cap)
+    _gelu_ops._check_dtype(x, "softcap")
+    check_out(out, x, "softcap")
+
+
+@torch.library.register_fake("turbogelu::softcap_")
+def _softcap_inplace_fake(x, cap):
+    _check_cap(cap)
+    _gelu_ops._check_dtype(x, "softcap")
+
+
+@torch.library.register_fake("turbogelu::softcap_backward")
+def _softcap_backward_fake(grad, x, cap, backward="default"):
+    _check_backward("softcap", backward)
+    _check_cap(cap)
+    check_same_device("softcap", x, grad=grad)
+    _gelu_ops._check_dtype(x, "softcap")
+    _check_like(grad, x, "softcap", "grad", "x")
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("turbogelu::softcap_backward.out")
+def _softcap_backward_out_fake(grad, x, cap, backward="default", *, out):
+    _softcap_backward_fake(grad, x, cap, backward)
+    check_same_device("softcap", x, out=out)
+    _check_like(out, x, "softcap", "out", "x")
+
+
+def _check_gated(a, b, **others) -> None:
+    check_same_device("swiglu", a, b=b, **others)
+    _gelu_ops._check_dtype(a, "swiglu")
+    _check_like(b, a, "swiglu", "b", "a")
+    for what, t in others.items():  # grad, and the outputs (named "out" as in C++)
+        _check_like(t, a, "swiglu", "out" if what.startswith("grad_") else what, "a")
+
+
+@torch.library.register_fake("turbogelu::swiglu")
+def _swiglu_fake(a, b, *, backward="default"):
+    _check_backward("swiglu", backward)
+    _check_gated(a, b)
+    return torch.empty_like(a)
+
+
+@torch.library.register_fake("turbogelu::swiglu.out")
+def _swiglu_out_fake(a, b, *, out):
+    _check_gated(a, b, out=out)
+
+
+@torch.library.register_fake("turbogelu::swiglu_backward")
+def _swiglu_backward_fake(grad, a, b, backward="default"):
+    _check_backward("swiglu", backward)
+    _check_gated(a, b, grad=grad)
+    return torch.empty_like(a), torch.empty_like(a)
+
+
+@torch.library.register_fake("turbogelu::swiglu_backward.out")
+def _swiglu_backward_out_fake(grad, a, b, backward="default", *, grad_a, grad_b):
+    _check_backward("swiglu", backward)
+    _check_gated(a, b, grad=grad, grad_a=grad_a, grad_b=grad_b)
+
+
+# ---------------------------------------------------------------- autograd
+
+
+def _not_differentiable(op: str):
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            f"turbogelu.{op}_backward is not differentiable (no second derivative is implemented)"
+        )
+
+    return backward
+
+
+def _no_context(ctx, inputs, output):
+    pass
+
+
+def _register_unary_autograd(name: str) -> None:
+    backward_op = getattr(_ops, f"{name}_backward")
+
+    def setup(ctx, inputs, keyword_only_inputs, output):
+        ctx.backward = keyword_only_inputs.get("backward", "default")
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return backward_op(grad, x, ctx.backward)
+
+    torch.library.register_autograd(f"turbogelu::{name}", backward, setup_context=setup)
+    torch.library.register_autograd(
+        f"turbogelu::{name}_backward", _not_differentiable(name), setup_context=_no_context
+    )
+
+
+for _name in UNARY:
+    _register_unary_autograd(_name)
+
+
+def _softcap_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.cap = inputs[1]
+    ctx.backward = keyword_only_inputs.get("backward", "default")
+    ctx.save_for_backward(inputs[0])
+
+
+def _softcap_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return _ops.softcap_backward(grad, x, ctx.cap, ctx.backward), None
+
+
+torch.library.register_autograd(
+    "turbogelu::softcap", _softcap_backward, setup_context=_softcap_setup
+)
+torch.library.register_autograd(
+    "turbogelu::softcap_backward", _not_differentiable("softcap"), setup_context=_no_context
+)
+
+
+def _swiglu_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.backward = keyword_only_inputs.get("backward", "default")
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _swiglu_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    return tuple(_ops.swiglu_backward(grad, a, b, ctx.backward))
+
+
+torch.library.register_autograd("turbogelu::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
+torch.library.register_autograd(
+    "turbogelu::swiglu_backward", _not_differentiable("swiglu"), setup_context=_no_context
+)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _tensor(x, op: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"turbogelu.{op}: expected a torch.Tensor, got {type(x).__name__}")
+
+
+def sigmoid(x: torch.Tensor, *, backward: str = "default") -> torch.Tensor:
+    """Polynomial sigmoid, a drop-in for ``torch.sigmoid``: float32 within 3e-5 of the exact
+    function everywhere; bfloat16 and float16 within 1 ulp of the correctly rounded value for
+    x >= -3 (below, within 3e-5 beyond half an ulp). Autograd-aware; ``backward`` as gelu's."""
+    _tensor(x, "sigmoid")
+    return _ops.sigmoid(x, backward=backward)
+
+
+def tanh(x: torch.Tensor, *, backward: str = "default") -> torch.Tensor:
+    """Polynomial tanh, a drop-in for ``torch.tanh``: float32 within 3e-5 everywhere; every
+    bfloat16 and float16 input within 1 ulp of the correctly rounded value."""
+    _tensor(x, "tanh")
+    return _ops.tanh(x, backward=backward)
+
+
+def silu(x: torch.Tensor, inplace: bool = False, *, backward: str = "default") -> torch.Tensor:
+    """Polynomial SiLU, a drop-in for ``torch.nn.functional.silu(x, inplace)`` (bounds as
+    sigmoid's). ``inplace=True`` writes into x (no autograd, as ``silu_``)."""
+    _tensor(x, "silu")
+    if inplace:
+        return silu_(x)
+    return _ops.silu(x, backward=backward)
+
+
+def softcap(x: torch.Tensor, cap: float, *, backward: str = "default") -> torch.Tensor:
+    """``cap * tanh(x / cap)`` (Gemma 2's logit soft-capping) by the polynomial tanh: float32
+    within 3e-5 * cap; ``cap`` a positive finite float."""
+    _tensor(x, "softcap")
+    return _ops.softcap(x, cap, backward=backward)
+
+
+def swiglu(a: torch.Tensor, b: torch.Tensor, *, backward: str = "default") -> torch.Tensor:
+    """``silu(a) * b`` in one pass (its backward gives both gradients in one pass); a and b of
+    one shape and dtype. float32 within 3e-5 * |b| beyond the rounding of the result."""
+    _tensor(a, "swiglu")
+    _tensor(b, "swiglu")
+    return _ops.swiglu(a, b, backward=backward)
+
+
+def _inplace(name: str):
+    op = getattr(_ops, f"{name}_")
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        _tensor(x, f"{name}_")
+        op(x)
+        return x
+
+    fn.__name__ = fn.__qualname__ = f"{name}_"
+    fn.__doc__ = f"In-place polynomial {name} (no autograd: refuses a tensor that requires grad)."
+    return fn
+
+
+sigmoid_ = _inplace("sigmoid")
+tanh_ = _inplace("tanh")
+silu_ = _inplace("silu")
+
+
+def softcap_(x: torch.Tensor, cap: float) -> torch.Tensor:
+    """In-place softcap (no autograd)."""
+    _tensor(x, "softcap_")
+    _ops.softcap_(x, cap)
+    return x
+
+
+def forward_op(name: str, *args, out: torch.Tensor | None = None, **kw):
+    """The raw forward op ``name`` (no autograd needed; ``out=`` writes into out)."""
+    if name not in FUNCTIONS:
+        raise ValueError(f"turbogelu.forward_op: name must be one of {FUNCTIONS}, got {name!r}")
+    op = getattr(_ops, name)
+    if out is None:
+        return op(*args, **kw)
+    op.out(*args, out=out)
+    return out
+
+
+def backward_op(name: str, grad, *args, backward: str = "default", out=None):
+    """The raw backward op ``name``: ``grad * f'(x)`` (softcap: args are x, cap; swiglu: a, b,
+    returning (grad_a, grad_b); ``out`` is then a pair)."""
+    if name not in FUNCTIONS:
+        raise ValueError(f"turbogelu.backward_op: name must be one of {FUNCTIONS}, got {name!r}")
+    op = getattr(_ops, f"{name}_backward")
+    if out is None:
+        return op(grad, *args, backward)
+    if name == "swiglu":
+        op.out(grad, *args, backward, grad_a=out[0], grad_b=out[1])
+    else:
+        op.out(grad, *args, backward, out=out)
+    return out
