@@ -29,17 +29,23 @@ def check_out(out, x, op: str) -> None:
         )
 
 
+def check_like(t, x, op: str, what: str = "grad", xname: str = "x", note: str = "") -> None:
+    """``t`` (grad, b, out, ...) must have ``x``'s dtype and shape (``note`` ends the shape
+    message, e.g. " (no broadcasting)")."""
+    if t.dtype != x.dtype:
+        raise TypeError(
+            f"turbogelu.{op}: {what} has dtype {t.dtype} but {xname} has dtype {x.dtype}"
+        )
+    if t.shape != x.shape:
+        raise RuntimeError(
+            f"turbogelu.{op}: {what} has shape {list(t.shape)} but {xname} has shape "
+            f"{list(x.shape)}{note}"
+        )
+
+
 def check_grad_matches(grad, x) -> None:
     """gelu_backward's grad must have x's dtype and shape."""
-    if grad.dtype != x.dtype:
-        raise TypeError(
-            f"turbogelu.gelu_backward: grad has dtype {grad.dtype} but x has dtype {x.dtype}"
-        )
-    if grad.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.gelu_backward: grad has shape {list(grad.shape)} but x has shape "
-            f"{list(x.shape)}"
-        )
+    check_like(grad, x, "gelu_backward")
 
 
 def check_same_device(op: str, x, **others) -> None:

@@ -26,7 +26,7 @@ import math
 import torch
 
 from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
-from ._checks import check_out, check_same_device
+from ._checks import check_like, check_out, check_same_device
 
 _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
@@ -52,15 +52,7 @@ def _check_cap(cap) -> None:
 
 
 def _check_like(t, x, op: str, what: str, xname: str) -> None:
-    if t.dtype != x.dtype:
-        raise TypeError(
-            f"turbogelu.{op}: {what} has dtype {t.dtype} but {xname} has dtype {x.dtype}"
-        )
-    if t.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.{op}: {what} has shape {list(t.shape)} but {xname} has shape "
-            f"{list(x.shape)} (no broadcasting)"
-        )
+    check_like(t, x, op, what, xname, " (no broadcasting)")
 
 
 # ---------------------------------------------------------------- fake kernels

@@ -264,6 +264,70 @@ def programs(doc: dict) -> dict[str, PolySpec]:
     return {name: PolySpec.from_dict(doc[name]) for name in spec.PARTS}
 
 
+# ---------------------------------------------------------------- the ops, replayed
+
+# The ops of the family and the function whose programs each runs (kernels/include/turbogelu/
+# family.h's TG_FAMILY_OPS): softcap is tanh's programs scaled, swiglu SiLU's gated.
+OPS = {"sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "softcap": "tanh", "swiglu": "silu"}
+
+
+def _derivative(doc: dict, backward: str) -> PolySpec:
+    if backward not in ("default", "direct", "matched"):
+        raise ValueError(f"backward must be 'default', 'direct' or 'matched', got {backward!r}")
+    if backward == "default":
+        backward = doc["default_backward"]
+    return PolySpec.from_dict(doc[f"backward_{backward}"])
+
+
+def _f32(v) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.asarray(v, F32)
+
+
+def cap_constants(cap: float) -> tuple[np.float32, np.float32]:
+    """softcap's (cap, 1/cap) as the kernels hold them: cap rounded to float32, then its
+    reciprocal rounded to float32."""
+    c = F32(cap)
+    return c, F32(1.0) / c
+
+
+def replay_forward(op: str, *inputs, cap: float | None = None, doc: dict | None = None):
+    """The float32 result of the forward op on float32 inputs, operation for operation as the
+    kernels (family_eval.h): f(x), cap * f(x * fl(1/cap)), or f(a) * b. 16-bit kernels round
+    this once to their format."""
+    doc = doc if doc is not None else load(OPS[op])
+    f = PolySpec.from_dict(doc["forward"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if op == "swiglu":
+            a, b = (_f32(v) for v in inputs)
+            return (replay(f, a).astype(F32) * b).astype(F32)
+        (x,) = (_f32(v) for v in inputs)
+        if op == "softcap":
+            c, inv = cap_constants(cap)
+            return (c * replay(f, x * inv).astype(F32)).astype(F32)
+        return replay(f, x).astype(F32)
+
+
+def replay_backward(
+    op: str, grad, *inputs, cap: float | None = None, backward: str = "default", doc=None
+):
+    """The float32 backward: grad * f'(x) (softcap: f'(x * fl(1/cap))); swiglu returns the
+    pair (fl(grad * b) * f'(a), grad * f(a))."""
+    doc = doc if doc is not None else load(OPS[op])
+    d = _derivative(doc, backward)
+    g = _f32(grad)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if op == "swiglu":
+            a, b = (_f32(v) for v in inputs)
+            f = PolySpec.from_dict(doc["forward"])
+            ga = ((g * b).astype(F32) * replay(d, a).astype(F32)).astype(F32)
+            return ga, (g * replay(f, a).astype(F32)).astype(F32)
+        (x,) = (_f32(v) for v in inputs)
+        if op == "softcap":
+            x = (x * cap_constants(cap)[1]).astype(F32)
+        return (g * replay(d, x).astype(F32)).astype(F32)
+
+
 # ---------------------------------------------------------------- scan
 
 

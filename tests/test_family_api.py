@@ -1,0 +1,286 @@
+"""The activation family's surface: errors for bad input, opcheck, gradcheck (matched),
+torch.compile(fullgraph=True), the modules and replace_activations, and two real clients
+(torchvision's efficientnet_b0, a LLaMA-style SwiGLU MLP block)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from conftest import assert_same_bits
+from torch import nn
+from torch.library import opcheck
+
+import turbogelu
+from turbogelu import family
+
+OPS = torch.ops.turbogelu
+UNARY = ("sigmoid", "tanh", "silu")
+
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize("fn", UNARY)
+def test_bad_dtypes_are_refused(fn):
+    for bad in (torch.int32, torch.int64, torch.bool, torch.complex64):
+        x = torch.zeros(4, dtype=bad)
+        with pytest.raises(TypeError, match=f"turbogelu.{fn}: unsupported dtype"):
+            getattr(turbogelu, fn)(x)
+        with pytest.raises(TypeError, match="unsupported dtype"):
+            getattr(OPS, f"{fn}_backward")(x, x)
+    with pytest.raises(TypeError, match="expected a torch.Tensor"):
+        getattr(turbogelu, fn)([1.0, 2.0])
+
+
+def test_softcap_cap_must_be_positive_and_finite():
+    x = torch.randn(8)
+    for cap in (0.0, -1.0, math.inf, math.nan, 1e39, 1e-46):
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            OPS.softcap(x, cap)
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            OPS.softcap_backward(x, x, cap)
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            OPS.softcap(x.to("meta"), cap)  # the fake kernel says the same
+    with pytest.raises(ValueError, match="cap must be positive"):
+        turbogelu.Softcap(-2.0)
+
+
+def test_swiglu_refuses_mismatched_inputs():
+    a = torch.randn(4, 6)
+    with pytest.raises(RuntimeError, match="no broadcasting"):
+        OPS.swiglu(a, torch.randn(6))
+    with pytest.raises(TypeError, match="b has dtype"):
+        OPS.swiglu(a, a.double())
+    with pytest.raises(RuntimeError, match="grad has shape"):
+        OPS.swiglu_backward(torch.randn(3), a, a)
+    with pytest.raises(RuntimeError, match="no broadcasting"):
+        OPS.swiglu(a.to("meta"), torch.randn(6, device="meta"))
+    with pytest.raises(RuntimeError, match="b is on meta but x is on cpu"):
+        OPS.swiglu(a, a.to("meta"))
+    with pytest.raises(ValueError, match="odd size"):
+        turbogelu.SwiGLU()(torch.randn(2, 5))
+
+
+def test_bad_backward_and_out_are_refused():
+    x = torch.randn(8)
+    for fn in UNARY:
+        with pytest.raises(ValueError, match="backward must be 'default', 'direct' or 'matched'"):
+            getattr(OPS, fn)(x, backward="exact")
+        with pytest.raises(RuntimeError, match="out= tensors are not resized"):
+            getattr(OPS, fn).out(x, out=torch.empty(7))
+        with pytest.raises(TypeError, match="out has dtype"):
+            getattr(OPS, fn).out(x, out=torch.empty(8, dtype=torch.float64))
+        with pytest.raises(RuntimeError, match="grad has shape"):
+            getattr(OPS, f"{fn}_backward")(torch.randn(3), x)
+    with pytest.raises(ValueError, match="backward must be"):
+        turbogelu.SiLU(backward="nope")
+
+
+def test_mutating_forms_refuse_autograd():
+    x = torch.randn(8, requires_grad=True)
+    for fn in UNARY:
+        with pytest.raises(RuntimeError, match="does not support autograd"):
+            getattr(turbogelu, f"{fn}_")(x)
+        with pytest.raises(RuntimeError, match="does not support autograd"):
+            getattr(OPS, fn).out(x, out=torch.empty(8))
+    with pytest.raises(RuntimeError, match="does not support autograd"):
+        turbogelu.softcap_(x, 2.0)
+    with pytest.raises(RuntimeError, match="does not support autograd"):
+        OPS.swiglu.out(x, x.detach(), out=torch.empty(8))
+    with torch.no_grad():
+        y = x.clone()
+        turbogelu.silu_(y)
+        assert_same_bits(y, turbogelu.silu(x.detach()))
+
+
+def test_second_derivative_is_refused():
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(turbogelu.tanh(x).sum(), x, create_graph=True)
+    with pytest.raises(NotImplementedError, match="not differentiable"):
+        g.sum().backward()
+
+
+# ------------------------------------------------------------------ opcheck, gradcheck
+
+
+def _opcheck_cases():
+    x = torch.randn(5, 7)
+    gx = x.clone().requires_grad_()
+    cases = []
+    for fn in UNARY:
+        op = getattr(OPS, fn)
+        cases += [
+            (op.default, (x,), {}),
+            (op.default, (gx,), {"backward": "matched"}),
+            (op.out, (x,), {"out": torch.empty_like(x)}),
+            (getattr(OPS, f"{fn}_").default, (x.clone(),), {}),
+            (getattr(OPS, f"{fn}_backward").default, (x, x.clone()), {}),
+            (getattr(OPS, f"{fn}_backward").out, (x, x.clone(), "matched"), {"out": x * 0}),
+        ]
+    cases += [
+        (OPS.softcap.default, (gx, 3.0), {}),
+        (OPS.softcap.out, (x, 3.0), {"out": torch.empty_like(x)}),
+        (OPS.softcap_.default, (x.clone(), 0.5), {}),
+        (OPS.softcap_backward.default, (x, x.clone(), 3.0), {}),
+        (OPS.softcap_backward.out, (x, x.clone(), 3.0), {"out": x * 0}),
+        (OPS.swiglu.default, (gx, x.clone().requires_grad_()), {}),
+        (OPS.swiglu.out, (x, x.clone()), {"out": x * 0}),
+        (OPS.swiglu_backward.default, (x, x.clone(), x * 2), {}),
+        (OPS.swiglu_backward.out, (x, x.clone(), x * 2), {"grad_a": x * 0, "grad_b": x * 0}),
+    ]
+    return cases
+
+
+@pytest.mark.parametrize("case", range(len(_opcheck_cases())))
+def test_opcheck(case):
+    op, args, kwargs = _opcheck_cases()[case]
+    opcheck(op, args, kwargs)
+
+
+@pytest.mark.parametrize("fn", UNARY)
+def test_gradcheck_matched(fn):
+    x = (torch.randn(64, dtype=torch.float64) * 6).requires_grad_()
+    f = getattr(turbogelu, fn)
+    assert torch.autograd.gradcheck(lambda t: f(t, backward="matched"), (x,))
+
+
+def test_gradcheck_softcap_and_swiglu_matched():
+    x = (torch.randn(64, dtype=torch.float64) * 20).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: turbogelu.softcap(t, 7.0, backward="matched"), (x,))
+    a = (torch.randn(64, dtype=torch.float64) * 6).requires_grad_()
+    b = torch.randn(64, dtype=torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(lambda s, t: turbogelu.swiglu(s, t, backward="matched"), (a, b))
+
+
+def test_autograd_uses_the_backward_ops():
+    x = torch.randn(100, requires_grad=True)
+    g = torch.randn(100)
+    for fn in UNARY:
+        for bw in ("default", "direct", "matched"):
+            (got,) = torch.autograd.grad(getattr(turbogelu, fn)(x, backward=bw), x, g)
+            assert_same_bits(got, getattr(OPS, f"{fn}_backward")(g, x.detach(), bw))
+    a, b = torch.randn(100, requires_grad=True), torch.randn(100, requires_grad=True)
+    ga, gb = torch.autograd.grad(turbogelu.swiglu(a, b), (a, b), g)
+    wa, wb = OPS.swiglu_backward(g, a.detach(), b.detach())
+    assert_same_bits(ga, wa)
+    assert_same_bits(gb, wb)
+    (gx,) = torch.autograd.grad(turbogelu.softcap(x, 2.5), x, g)
+    assert_same_bits(gx, OPS.softcap_backward(g, x.detach(), 2.5))
+
+
+# ------------------------------------------------------------------ torch.compile
+
+
+def test_compile_fullgraph_matches_eager(dynamo_reset):
+    def f(a, b, x):
+        return (
+            turbogelu.swiglu(turbogelu.silu(a), b)
+            + turbogelu.softcap(x, 5.0)
+            + turbogelu.sigmoid(x) * turbogelu.tanh(a)
+        )
+
+    args = [torch.randn(257, requires_grad=True) for _ in range(3)]
+    compiled = torch.compile(f, fullgraph=True)
+    out, want = compiled(*args), f(*args)
+    assert_same_bits(out, want)
+    g = torch.randn(257)
+    assert all(
+        torch.equal(p, q)
+        for p, q in zip(
+            torch.autograd.grad(out, args, g), torch.autograd.grad(want, args, g), strict=True
+        )
+    )
+
+
+class _LlamaMLP(nn.Module):
+    """RMSNorm then a SwiGLU MLP (gate and up projections, silu(gate) * up, down), residual."""
+
+    def __init__(self, d: int = 32, hidden: int = 64) -> None:
+        super().__init__()
+        self.norm = nn.RMSNorm(d)
+        self.gate, self.up = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return x + self.down(turbogelu.swiglu(self.gate(h), self.up(h)))
+
+
+def test_llama_mlp_block_compiles_without_graph_breaks(dynamo_reset):
+    torch.manual_seed(0)
+    block = _LlamaMLP()
+    x = torch.randn(4, 16, 32)
+    explained = torch._dynamo.explain(block)(x)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(block, fullgraph=True)
+    y = compiled(x)
+    y.square().mean().backward()
+    grads = [p.grad.clone() for p in block.parameters()]
+    block.zero_grad()
+    eager = block(x)
+    eager.square().mean().backward()
+    # Inductor fuses the norm and the matmuls differently from eager: a stated tolerance
+    # (float32 rounding of reductions), not bits. The swiglu op itself is the same kernel.
+    torch.testing.assert_close(y, eager, rtol=1e-5, atol=1e-5)
+    for g, p in zip(grads, block.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------ modules
+
+
+def test_modules_are_the_functions():
+    x = torch.randn(3, 8)
+    assert_same_bits(turbogelu.Sigmoid()(x), turbogelu.sigmoid(x))
+    assert_same_bits(turbogelu.Tanh()(x), turbogelu.tanh(x))
+    assert_same_bits(turbogelu.SiLU()(x), turbogelu.silu(x))
+    assert_same_bits(turbogelu.Softcap(2.0)(x), turbogelu.softcap(x, 2.0))
+    a, b = x.chunk(2, -1)
+    assert_same_bits(turbogelu.SwiGLU()(x), turbogelu.swiglu(a, b))
+    assert "backward='matched'" in repr(turbogelu.SiLU(backward="matched"))
+    y = x.clone()
+    turbogelu.SiLU(inplace=True)(y)
+    assert_same_bits(y, turbogelu.silu(x))
+
+
+def test_replace_activations_counts_and_keeps_sharing():
+    shared = nn.SiLU()
+    model = nn.Sequential(
+        nn.Linear(4, 4), shared, nn.Sequential(shared, nn.Sigmoid(), nn.Tanh()), nn.GELU("tanh")
+    )
+    counts = turbogelu.replace_activations(model)
+    assert counts == {"gelu": 1, "silu": 1, "sigmoid": 1, "tanh": 1}
+    assert isinstance(model[1], turbogelu.SiLU) and model[1] is model[2][0]
+    assert isinstance(model[3], turbogelu.GELU) and model[3].approximate == "tanh"
+    assert turbogelu.replace_activations(model) == {k: 0 for k in counts}
+    m2 = nn.Sequential(nn.SiLU(), nn.Tanh())
+    assert turbogelu.replace_activations(m2, kinds=("tanh",)) == {"tanh": 1}
+    assert type(m2[0]) is nn.SiLU
+    with pytest.raises(ValueError, match="unknown kind"):
+        turbogelu.replace_activations(m2, kinds=("relu",))
+    with pytest.raises(TypeError, match="expects an nn.Module"):
+        turbogelu.replace_activations(torch.randn(2))
+
+
+def test_efficientnet_b0_logits_barely_move():
+    """torchvision's efficientnet_b0 (SiLU and sigmoid in squeeze-excitation), random weights,
+    eval mode, a fixed batch: the logits change by less than 1e-3 relative in float32."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.efficientnet_b0(weights=None).eval()
+    x = torch.randn(2, 3, 96, 96)
+    with torch.no_grad():
+        want = model(x)
+        counts = turbogelu.replace_activations(model)
+        got = model(x)
+    assert counts["silu"] > 10 and counts["sigmoid"] > 10
+    rel = (got - want).norm() / want.norm()
+    assert rel < 1e-3, float(rel)
+
+
+def test_family_module_lists_the_functions():
+    assert family.FUNCTIONS == ("sigmoid", "tanh", "silu", "softcap", "swiglu")
+    for name in family.FUNCTIONS:
+        assert callable(getattr(turbogelu, name))

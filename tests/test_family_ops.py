@@ -1,0 +1,330 @@
+"""The activation family's CPU ops (sigmoid, tanh, silu, softcap, swiglu): bit for bit the lab's
+replay (``family_programs.replay_forward`` / ``replay_backward``) on every instruction set and
+16-bit input, the accuracy tier through the ops, IEEE special values, float64, and layout,
+threads and out= / in-place forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import HALF_DTYPES, assert_same_bits
+
+import turbogelu
+from turbogelu.approx import family_programs as fp
+from turbogelu.approx import reference
+
+OPS = torch.ops.turbogelu
+UNARY = ("sigmoid", "tanh", "silu")
+EXACT = {"sigmoid": reference.sigmoid, "tanh": reference.tanh, "silu": reference.silu}
+EXACT_GRAD = {
+    "sigmoid": reference.sigmoid_grad,
+    "tanh": reference.tanh_grad,
+    "silu": reference.silu_grad,
+}
+CAPS = (50.0, 1.0, 0.3)
+SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40, 1e-45, 3.4e38, -3.4e38]
+
+
+def _sample(n: int = 1 << 15, seed: int = 0) -> np.ndarray:
+    """float32 inputs: specials, a dense uniform sweep over [-16, 16], and wide log-spaced
+    magnitudes of both signs."""
+    rng = np.random.default_rng(seed)
+    mags = np.exp(rng.uniform(math.log(1e-30), math.log(1e30), n // 4))
+    x = np.concatenate(
+        [SPECIALS, np.linspace(-16, 16, n // 2), mags, -mags, rng.normal(0, 3, n // 4)]
+    )
+    return x.astype(np.float32)
+
+
+def _every(dtype: torch.dtype) -> torch.Tensor:
+    """Every value of a 16-bit dtype (NaNs and infinities included)."""
+    return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+
+
+def _inputs(dtype: torch.dtype) -> torch.Tensor:
+    if dtype in HALF_DTYPES:
+        return _every(dtype)
+    return torch.from_numpy(_sample())
+
+
+def _want(result32: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """The kernels compute in float32 and round once to the storage dtype."""
+    return torch.from_numpy(np.ascontiguousarray(result32)).to(dtype)
+
+
+def _as32(t: torch.Tensor) -> np.ndarray:
+    return t.float().numpy()
+
+
+STORAGE = [torch.float32, torch.float16, torch.bfloat16]
+IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
+
+
+# ------------------------------------------------------------------ bits: the replay
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("fn", UNARY)
+def test_forward_is_the_replay(fn, dtype, isa):
+    x = _inputs(dtype)
+    assert_same_bits(getattr(OPS, fn)(x), _want(fp.replay_forward(fn, _as32(x)), dtype), fn)
+
+
+@pytest.mark.parametrize("backward", ["direct", "matched"])
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("fn", UNARY)
+def test_backward_is_the_replay(fn, dtype, backward, isa):
+    x = _inputs(dtype)
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    got = getattr(OPS, f"{fn}_backward")(g, x, backward)
+    want = fp.replay_backward(fn, _as32(g), _as32(x), backward=backward)
+    assert_same_bits(got, _want(want, dtype), f"{fn} {backward}")
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("cap", CAPS)
+def test_softcap_is_the_replay(cap, dtype, isa):
+    x = _inputs(dtype)
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(2)).to(dtype)
+    assert_same_bits(
+        OPS.softcap(x, cap), _want(fp.replay_forward("softcap", _as32(x), cap=cap), dtype)
+    )
+    for backward in ("direct", "matched"):
+        want = fp.replay_backward("softcap", _as32(g), _as32(x), cap=cap, backward=backward)
+        assert_same_bits(OPS.softcap_backward(g, x, cap, backward), _want(want, dtype), backward)
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_swiglu_is_the_replay(dtype, isa):
+    a = _inputs(dtype)
+    gen = torch.Generator().manual_seed(3)
+    b = (torch.randn(a.shape, generator=gen) * 3).to(dtype)
+    b[:4] = torch.tensor([math.inf, -math.inf, math.nan, -0.0])
+    g = torch.randn(a.shape, generator=gen).to(dtype)
+    assert_same_bits(
+        OPS.swiglu(a, b), _want(fp.replay_forward("swiglu", _as32(a), _as32(b)), dtype)
+    )
+    for backward in ("direct", "matched"):
+        ga, gb = OPS.swiglu_backward(g, a, b, backward)
+        wa, wb = fp.replay_backward("swiglu", _as32(g), _as32(a), _as32(b), backward=backward)
+        assert_same_bits(ga, _want(wa, dtype), f"grad_a {backward}")
+        assert_same_bits(gb, _want(wb, dtype), f"grad_b {backward}")
+
+
+def test_default_backward_is_the_specs_choice():
+    x = torch.from_numpy(_sample(1 << 10))
+    g = torch.ones_like(x)
+    for fn in UNARY:
+        choice = fp.load(fn)["default_backward"]
+        assert_same_bits(
+            getattr(OPS, f"{fn}_backward")(g, x), getattr(OPS, f"{fn}_backward")(g, x, choice)
+        )
+
+
+# ------------------------------------------------------------------ the tier, through the ops
+
+
+@pytest.mark.parametrize("fn", UNARY)
+def test_float32_error_within_the_tier(fn):
+    """max |op - f| <= 3e-5 beyond half a float32 ulp of the result, on a dense grid over the
+    window and far beyond the clamp (the spec measured the same program on its own grid)."""
+    x = np.concatenate([np.linspace(-40, 40, 400_001), _sample()[len(SPECIALS) :]])
+    x = x.astype(np.float32)
+    x = x[np.isfinite(x)]
+    got = OPS.__getattr__(fn)(torch.from_numpy(x)).double().numpy()
+    exact = EXACT[fn](x.astype(np.float64))
+    half_ulp = np.spacing(np.abs(got).astype(np.float32)).astype(np.float64) / 2
+    err = np.abs(got - exact) - half_ulp
+    assert np.nanmax(err) <= fp.ABS_BOUND
+
+
+def test_softcap_and_swiglu_errors_scale_with_cap_and_b():
+    x = np.linspace(-300, 300, 200_001).astype(np.float32)
+    for cap in CAPS:
+        got = OPS.softcap(torch.from_numpy(x), cap).double().numpy()
+        exact = cap * np.tanh(x.astype(np.float64) / cap)
+        half_ulp = np.spacing(np.abs(got).astype(np.float32)).astype(np.float64) / 2
+        # The input scaling x * fl(1/cap) rounds once more (relative 2^-24): its effect on
+        # cap * tanh is at most |x| 2^-24 tanh'(x/cap), under 1e-7 * cap here.
+        assert np.max(np.abs(got - exact) - half_ulp) <= fp.ABS_BOUND * cap + 1e-7 * cap
+    a = np.linspace(-20, 20, 100_001).astype(np.float32)
+    b = np.random.default_rng(0).normal(0, 10, a.size).astype(np.float32)
+    got = OPS.swiglu(torch.from_numpy(a), torch.from_numpy(b)).double().numpy()
+    exact = reference.silu(a.astype(np.float64)) * b
+    half_ulp = np.spacing(np.abs(got).astype(np.float32)).astype(np.float64) / 2
+    # silu(a) is within 3e-5 beyond its own rounding (half an ulp of silu(a), times |b|).
+    s = np.abs(reference.silu(a.astype(np.float64))).astype(np.float32)
+    slack = np.spacing(s).astype(np.float64) / 2 * np.abs(b)
+    assert np.all(np.abs(got - exact) - half_ulp - slack <= fp.ABS_BOUND * np.abs(b))
+
+
+@pytest.mark.parametrize("fn", UNARY)
+def test_float64_is_close_to_the_exact_function(fn):
+    """float64 runs the same program (float32 coefficients) in double: the tier's float32
+    bound holds (the fit's error, not float32 rounding, dominates), and the matched backward
+    is the derivative of the float64 forward (gradcheck, below)."""
+    x = torch.from_numpy(_sample().astype(np.float64))
+    x = x[torch.isfinite(x)]
+    got = getattr(OPS, fn)(x).numpy()
+    assert np.max(np.abs(got - EXACT[fn](x.numpy()))) <= fp.ABS_BOUND
+    d = getattr(OPS, f"{fn}_backward")(torch.ones_like(x), x).numpy()
+    spec = fp.load(fn)["backward_direct"]["errors"]["float32"]["max_abs_float32"]
+    assert np.max(np.abs(d - EXACT_GRAD[fn](x.numpy()))) <= spec * 1.01
+
+
+# ------------------------------------------------------------------ IEEE semantics
+
+
+def _one(fn, v, dtype=torch.float32, **kw):
+    return getattr(OPS, fn)(torch.tensor([v], dtype=dtype), **kw)[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, *HALF_DTYPES], ids=IDS)
+def test_special_values(dtype):
+    inf, nan = math.inf, math.nan
+    for fn in UNARY:
+        assert torch.isnan(_one(fn, nan, dtype)), fn
+    assert _one("sigmoid", -inf, dtype).item() == 0.0
+    assert _one("sigmoid", inf, dtype).item() == 1.0
+    assert _one("tanh", inf, dtype).item() == 1.0
+    assert _one("tanh", -inf, dtype).item() == -1.0
+    for fn in ("tanh", "silu"):  # odd at 0 / x s(x): the sign of zero is kept
+        for z in (0.0, -0.0):
+            r = _one(fn, z, dtype)
+            assert r.item() == 0.0 and math.copysign(1, r.item()) == math.copysign(1, z), fn
+    r = _one("silu", -inf, dtype)
+    assert r.item() == 0.0 and math.copysign(1, r.item()) == -1.0
+    assert _one("silu", inf, dtype).item() == inf
+    assert _one("sigmoid", 0.0, dtype).item() == 0.5
+    for cap in CAPS:
+        x = torch.tensor([inf, -inf, nan, -0.0], dtype=dtype)
+        r = OPS.softcap(x, cap)
+        c = torch.tensor(cap, dtype=torch.float32).to(dtype).item()
+        assert r[0].item() == c and r[1].item() == -c and torch.isnan(r[2])
+        assert r[3].item() == 0 and math.copysign(1, r[3].item()) == -1.0
+    a = torch.tensor([inf, -inf, nan, 1.0, 0.0], dtype=dtype)
+    b = torch.tensor([2.0, 2.0, 1.0, nan, inf], dtype=dtype)
+    r = OPS.swiglu(a, b)
+    assert r[0].item() == inf and r[1].item() == 0.0 and torch.isnan(r[2:]).all()
+
+
+@pytest.mark.parametrize("fn", UNARY)
+def test_subnormals_follow_the_function(fn):
+    """Tiny inputs (float32 subnormals): sigmoid -> 1/2, tanh(x) ~ x, silu(x) ~ x/2, signs kept."""
+    x = torch.tensor([1e-40, -1e-40, 1e-45, -1e-45, 1e-38, -1e-38])
+    r = getattr(OPS, fn)(x)
+    if fn == "sigmoid":
+        assert torch.all(r == 0.5)
+    else:
+        want = x if fn == "tanh" else x / 2
+        assert torch.equal(torch.signbit(r), torch.signbit(x))  # 1e-45 / 2 rounds to +-0
+        assert torch.allclose(r.double(), want.double(), rtol=1e-3, atol=2e-45)
+
+
+@pytest.mark.parametrize("backward", ["direct", "matched"])
+def test_nan_gradients_propagate(backward):
+    x = torch.tensor([-100.0, 100.0, 0.5, math.nan])
+    g = torch.tensor([math.nan, math.nan, math.nan, 1.0])
+    for fn in UNARY:
+        assert torch.isnan(getattr(OPS, f"{fn}_backward")(g, x, backward)).all(), fn
+    assert torch.isnan(OPS.softcap_backward(g, x, 2.0, backward)).all()
+    ga, gb = OPS.swiglu_backward(g, x, torch.ones_like(x), backward)
+    assert torch.isnan(ga).all() and torch.isnan(gb).all()
+    # Beyond the clamp the derivative is exactly its asymptote: 0 for sigmoid and tanh.
+    far = torch.tensor([-100.0, 100.0])
+    for fn in ("sigmoid", "tanh"):
+        assert torch.equal(
+            getattr(OPS, f"{fn}_backward")(torch.ones(2), far, backward), torch.zeros(2)
+        )
+    assert torch.equal(OPS.silu_backward(torch.ones(2), far, backward), torch.tensor([0.0, 1.0]))
+
+
+# ------------------------------------------------------------------ layout, threads, out=
+
+
+def _cases():
+    x = torch.randn(6, 40, 33, generator=torch.Generator().manual_seed(4)) * 4
+    return {
+        "contiguous": x,
+        "transposed": x.transpose(0, 2),
+        "sliced": x[:, ::3, 1:],
+        "channels_last": torch.randn(2, 5, 7, 9).to(memory_format=torch.channels_last),
+        "empty": torch.empty(0, 3),
+        "scalar": torch.tensor(0.75),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cases()))
+def test_layouts_match_the_contiguous_result(case):
+    x = _cases()[case]
+    for fn in UNARY:
+        r = getattr(OPS, fn)(x)
+        assert r.shape == x.shape and r.stride() == torch.empty_like(x).stride()
+        assert_same_bits(r.contiguous(), getattr(OPS, fn)(x.contiguous()), fn)
+    assert_same_bits(OPS.softcap(x, 3.0).contiguous(), OPS.softcap(x.contiguous(), 3.0))
+    b = torch.ones_like(x) * 2
+    assert_same_bits(OPS.swiglu(x, b).contiguous(), OPS.swiglu(x.contiguous(), b.contiguous()))
+
+
+def test_results_do_not_depend_on_threads_or_grain():
+    x = torch.randn(300_001, generator=torch.Generator().manual_seed(5)) * 5
+    g = torch.randn_like(x)
+    runs = []
+    before = torch.get_num_threads()
+    bench = torch.ops.turbogelu_bench
+    try:
+        for threads, grain in ((1, 1 << 14), (2, 1 << 14), (2, 4097)):
+            torch.set_num_threads(threads)
+            old = bench._set_parallel_grain(grain)
+            try:
+                runs.append(
+                    [OPS.sigmoid(x), OPS.silu_backward(g, x), OPS.softcap(x, 7.0)]
+                    + list(OPS.swiglu_backward(g, x, g))
+                )
+            finally:
+                bench._set_parallel_grain(old)
+    finally:
+        torch.set_num_threads(before)
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other, strict=True):
+            assert_same_bits(a, b)
+
+
+def test_out_and_inplace_forms():
+    x = torch.randn(1000) * 4
+    for fn in UNARY:
+        out = torch.empty_like(x)
+        getattr(OPS, fn).out(x, out=out)
+        assert_same_bits(out, getattr(OPS, fn)(x))
+        y = x.clone()
+        assert getattr(turbogelu, f"{fn}_")(y) is y
+        assert_same_bits(y, out)
+        # a non-dense out= is written through a temporary
+        wide = torch.zeros(2000)
+        getattr(OPS, fn).out(x, out=wide[::2])
+        assert_same_bits(wide[::2], out)
+        assert torch.all(wide[1::2] == 0)
+    y = x.clone()
+    turbogelu.softcap_(y, 3.0)
+    assert_same_bits(y, OPS.softcap(x, 3.0))
+    out = torch.empty_like(x)
+    OPS.swiglu.out(x, x * 2, out=out)
+    assert_same_bits(out, OPS.swiglu(x, x * 2))
+    ga, gb = torch.empty_like(x), torch.empty_like(x)
+    OPS.swiglu_backward.out(x, x, x * 2, grad_a=ga, grad_b=gb)
+    for got, want in zip((ga, gb), OPS.swiglu_backward(x, x, x * 2), strict=True):
+        assert_same_bits(got, want)
+    # grad_a written over grad itself (full overlap): each block is read before it is written
+    g = x.clone()
+    OPS.swiglu_backward.out(g, x, x * 2, grad_a=g, grad_b=gb)
+    assert_same_bits(g, ga)
+
+
+def test_silu_inplace_argument_is_the_inplace_op():
+    x = torch.randn(100)
+    y = x.clone()
+    assert turbogelu.silu(y, inplace=True) is y
+    assert_same_bits(y, turbogelu.silu(x))
