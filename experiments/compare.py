@@ -90,7 +90,7 @@ CLASS_RULES: list[tuple[str, str, str]] = [
     ),
     (r"^bench\.", TIME, "the benchmark's ratios of times"),
     (
-        r"^(03_estrin_evaluation|05_timing|08_cells)\..*" + _TIME_WORDS,
+        r"^(03_estrin_evaluation|05_timing|08_cells|10_activation_family)\..*" + _TIME_WORDS,
         TIME,
         "times, speedups and ratios of times",
     ),
@@ -110,7 +110,8 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         "proven minimum degrees and counts of inputs set aside (exact LP certificates)",
     ),
     (
-        r"^(03_estrin_evaluation|04_derivative_checks|08_cells|accuracy_gelu_\w+)\.",
+        r"^(03_estrin_evaluation|04_derivative_checks|08_cells|10_activation_family|"
+        r"accuracy_gelu_\w+)\.",
         EXACT,
         "the kernels' bits against a fixed ground truth: dense errors, every 16-bit input, "
         "replays, operation counts",

@@ -31,6 +31,7 @@ EXECUTED = [
     "07_polynomial_family",
     "08_cells",
     "09_min_degree",
+    "10_activation_family",
 ]
 
 
