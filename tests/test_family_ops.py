@@ -66,50 +66,63 @@ IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 # ------------------------------------------------------------------ bits: the replay
 
 
+TIERS = ("accurate", "paper")
+
+
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
 @pytest.mark.parametrize("fn", UNARY)
-def test_forward_is_the_replay(fn, dtype, isa):
+def test_forward_is_the_replay(fn, dtype, tier, isa):
     x = _inputs(dtype)
-    assert_same_bits(getattr(OPS, fn)(x), _want(fp.replay_forward(fn, _as32(x)), dtype), fn)
+    want = _want(fp.replay_forward(fn, _as32(x), tier=tier), dtype)
+    assert_same_bits(getattr(OPS, fn)(x, tier=tier), want, fn)
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("backward", ["direct", "matched"])
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
 @pytest.mark.parametrize("fn", UNARY)
-def test_backward_is_the_replay(fn, dtype, backward, isa):
+def test_backward_is_the_replay(fn, dtype, backward, tier, isa):
+    """(The paper tier's sigmoid derivatives differ in degree, 4 and 2: the kernels run the
+    shorter padded with leading zeros, which the replay of the unpadded program checks.)"""
     x = _inputs(dtype)
     g = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
-    got = getattr(OPS, f"{fn}_backward")(g, x, backward)
-    want = fp.replay_backward(fn, _as32(g), _as32(x), backward=backward)
+    got = getattr(OPS, f"{fn}_backward")(g, x, backward, tier)
+    want = fp.replay_backward(fn, _as32(g), _as32(x), backward=backward, tier=tier)
     assert_same_bits(got, _want(want, dtype), f"{fn} {backward}")
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
 @pytest.mark.parametrize("cap", CAPS)
-def test_softcap_is_the_replay(cap, dtype, isa):
+def test_softcap_is_the_replay(cap, dtype, tier, isa):
     x = _inputs(dtype)
     g = torch.randn(x.shape, generator=torch.Generator().manual_seed(2)).to(dtype)
-    assert_same_bits(
-        OPS.softcap(x, cap), _want(fp.replay_forward("softcap", _as32(x), cap=cap), dtype)
-    )
+    want = fp.replay_forward("softcap", _as32(x), cap=cap, tier=tier)
+    assert_same_bits(OPS.softcap(x, cap, tier=tier), _want(want, dtype))
     for backward in ("direct", "matched"):
-        want = fp.replay_backward("softcap", _as32(g), _as32(x), cap=cap, backward=backward)
-        assert_same_bits(OPS.softcap_backward(g, x, cap, backward), _want(want, dtype), backward)
+        want = fp.replay_backward(
+            "softcap", _as32(g), _as32(x), cap=cap, backward=backward, tier=tier
+        )
+        got = OPS.softcap_backward(g, x, cap, backward, tier)
+        assert_same_bits(got, _want(want, dtype), backward)
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-def test_swiglu_is_the_replay(dtype, isa):
+def test_swiglu_is_the_replay(dtype, tier, isa):
     a = _inputs(dtype)
     gen = torch.Generator().manual_seed(3)
     b = (torch.randn(a.shape, generator=gen) * 3).to(dtype)
     b[:4] = torch.tensor([math.inf, -math.inf, math.nan, -0.0])
     g = torch.randn(a.shape, generator=gen).to(dtype)
-    assert_same_bits(
-        OPS.swiglu(a, b), _want(fp.replay_forward("swiglu", _as32(a), _as32(b)), dtype)
-    )
+    want = fp.replay_forward("swiglu", _as32(a), _as32(b), tier=tier)
+    assert_same_bits(OPS.swiglu(a, b, tier=tier), _want(want, dtype))
     for backward in ("direct", "matched"):
-        ga, gb = OPS.swiglu_backward(g, a, b, backward)
-        wa, wb = fp.replay_backward("swiglu", _as32(g), _as32(a), _as32(b), backward=backward)
+        ga, gb = OPS.swiglu_backward(g, a, b, backward, tier)
+        wa, wb = fp.replay_backward(
+            "swiglu", _as32(g), _as32(a), _as32(b), backward=backward, tier=tier
+        )
         assert_same_bits(ga, _want(wa, dtype), f"grad_a {backward}")
         assert_same_bits(gb, _want(wb, dtype), f"grad_b {backward}")
 
@@ -328,3 +341,27 @@ def test_silu_inplace_argument_is_the_inplace_op():
     y = x.clone()
     assert turbogelu.silu(y, inplace=True) is y
     assert_same_bits(y, turbogelu.silu(x))
+
+
+@pytest.mark.parametrize("fn", UNARY)
+def test_paper_tier_is_the_papers_error_and_cheaper(fn):
+    """The paper tier runs Table 2's programs: fewer operations than the accurate tier, and its
+    float32 error through the op is the spec's measured error (not the accurate tier's)."""
+    acc, pap = fp.load(fn), fp.load(fn, tier="paper")
+    assert pap["forward"]["errors"]["op_count"] < acc["forward"]["errors"]["op_count"]
+    x = np.linspace(-12, 12, 200_001).astype(np.float32)
+    got = OPS.__getattr__(fn)(torch.from_numpy(x), tier="paper").double().numpy()
+    err = float(np.max(np.abs(got - EXACT[fn](x.astype(np.float64)))))
+    spec = pap["forward"]["errors"]["float32"]["max_abs_float32"]
+    assert 0.5 * spec <= err <= spec * 1.01 + 1e-7
+    assert err > 10 * fp.ABS_BOUND
+
+
+def test_tier_errors():
+    x = torch.randn(4)
+    with pytest.raises(ValueError, match="tier must be 'accurate' or 'paper'"):
+        OPS.sigmoid(x, tier="fast")
+    with pytest.raises(ValueError, match="tier must be 'accurate' or 'paper'"):
+        OPS.sigmoid(x.to("meta"), tier="fast")
+    with pytest.raises(ValueError, match="tier must be"):
+        turbogelu.Tanh(tier="exact")

@@ -145,3 +145,54 @@ def test_x_squared_variable_cannot_hold_silu():
     assert not row["holds_tier"]
     (row,) = fp.scan("silu", [spec.FAMILY_DEFAULTS["silu"].degree], 13.0, "u")
     assert row["holds_tier"]
+
+
+# ---------------------------------------------------------------- the paper tier
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_paper_command_reproduces_committed_spec(function, tmp_path):
+    want = json.loads(spec.spec_path(function, "paper").read_text())
+    assert want["generated_by"] == (
+        f"python -m turbogelu.approx.family_programs --tier paper {function}"
+    )
+    out = tmp_path / "paper.json"
+    assert fp.main([function, "--tier", "paper", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert spec.differences(want, got) == []
+    for part in spec.PARTS:
+        assert got[part]["coefficients"] == want[part]["coefficients"], part
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_paper_programs_are_table2s(function):
+    """The forward is table2's same-form program (its row, form and bfloat16 coefficients);
+    the backward the paper's derivative row where it has one, else the matched derivative."""
+    from turbogelu.approx import table2
+
+    doc = fp.load(function, tier="paper")
+    ps = fp.programs(doc)
+    fwd_row, bwd_row = fp.PAPER_ROWS[function]
+    cfg = table2.get_row(fwd_row).same
+    f = ps["forward"]
+    assert (f.variable, f.factor, f.degree, f.fmt) == (cfg.variable, cfg.factor, cfg.degree,
+                                                      "bfloat16")  # fmt: skip
+    assert f.clamp == cfg.clamp and f.fit_interval == cfg.fit_interval
+    if bwd_row is None:
+        assert ps["backward_direct"] == ps["backward_matched"]
+        assert doc["default_backward"] == "matched"
+    else:
+        assert ps["backward_direct"].degree == table2.get_row(bwd_row).same.degree
+    assert doc["holds_tier"] is False  # the paper's programs trade accuracy for operations
+
+
+def test_matched_derivative_of_a_polynomial_in_x_squared():
+    """SiLU's paper form x/2 + P(z(x^2)): r' = 2 s u P'(z), factor 1, degree one less."""
+    ps = fp.programs(fp.load("silu", tier="paper"))
+    fwd, m = ps["forward"], ps["backward_matched"]
+    assert (fwd.variable, fwd.factor, m.factor, m.degree) == ("y", 0, 1, fwd.degree - 1)
+    x = np.linspace(-0.99, 0.99, 2001) * fwd.clamp
+    h = 1e-6
+    fd = (fwd.evaluate(x + h) - fwd.evaluate(x - h)) / (2 * h)
+    # m's coefficients are rounded to float32: a few float32 ulps of |q| * |z|^k.
+    np.testing.assert_allclose(m.evaluate(x), fd, rtol=0, atol=2e-6)

@@ -2,21 +2,24 @@
 polynomial between clamped tails (the ``accurate`` tier, ``data/specs/<function>/``), with fake
 kernels, autograd and the public functions. The schemas (kernels/common/schema.cpp)::
 
-    sigmoid(Tensor x, *, str backward="default") -> Tensor          (tanh, silu: the same)
-    sigmoid.out(Tensor x, *, Tensor(a!) out) -> ()
-    sigmoid_(Tensor(a!) x) -> ()
-    sigmoid_backward(Tensor grad, Tensor x, str backward="default") -> Tensor   (+ .out)
-    softcap(Tensor x, float cap, *, str backward="default") -> Tensor  (+ .out, softcap_,
-                                                                     softcap_backward[.out])
-    swiglu(Tensor a, Tensor b, *, str backward="default") -> Tensor    (+ .out)
-    swiglu_backward(Tensor grad, Tensor a, Tensor b, str backward="default")
-        -> (Tensor grad_a, Tensor grad_b)                              (+ .out)
+    sigmoid(Tensor x, *, str backward="default", str tier="accurate") -> Tensor  (tanh, silu)
+    sigmoid.out(Tensor x, *, str tier="accurate", Tensor(a!) out) -> ()
+    sigmoid_(Tensor(a!) x, str tier="accurate") -> ()
+    sigmoid_backward(Tensor grad, Tensor x, str backward="default", str tier="accurate")
+        -> Tensor                                                       (+ .out)
+    softcap(Tensor x, float cap, *, str backward="default", str tier="accurate") -> Tensor
+                                       (+ .out, softcap_, softcap_backward[.out], with tier)
+    swiglu(Tensor a, Tensor b, *, str backward="default", str tier="accurate") -> Tensor
+    swiglu_backward(Tensor grad, Tensor a, Tensor b, str backward="default",
+                    str tier="accurate") -> (Tensor grad_a, Tensor grad_b)  (+ .out)
 
 ``softcap(x, cap) = cap * tanh(x / cap)`` (x is multiplied by 1/cap rounded to float32);
 ``swiglu(a, b) = silu(a) * b`` with a and b of one shape and dtype (no broadcasting). The
 backward ops take the forward's input, not its result, and recompute the derivative:
 ``backward`` picks it, "direct" (a fit of f', the default where the spec measured it the
 more accurate) or "matched" (the exact derivative of the forward program: gradcheck holds).
+Every op also takes ``tier``: "accurate" (the default) or "paper" (the source paper's Table 2
+programs, data/specs/<function>/paper.json: fewer operations, errors of a few 1e-3).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
 FUNCTIONS = (*UNARY, "softcap", "swiglu")
 BACKWARDS = ("default", "direct", "matched")
+# "accurate" (the default: the tier's bounds, data/specs/<function>/accurate.json) or "paper"
+# (the source paper's Table 2 programs, with their own measured errors; paper.json).
+TIERS = ("accurate", "paper")
 
 
 def _check_backward(op: str, backward: str) -> None:
@@ -39,6 +45,11 @@ def _check_backward(op: str, backward: str) -> None:
         raise ValueError(
             f"turbogelu.{op}: backward must be 'default', 'direct' or 'matched', got {backward!r}"
         )
+
+
+def _check_tier(op: str, tier: str) -> None:
+    if tier not in TIERS:
+        raise ValueError(f"turbogelu.{op}: tier must be 'accurate' or 'paper', got {tier!r}")
 
 
 def _check_cap(cap) -> None:
@@ -60,23 +71,27 @@ def _check_like(t, x, op: str, what: str, xname: str) -> None:
 
 def _register_unary_fakes(name: str) -> None:
     @torch.library.register_fake(f"turbogelu::{name}")
-    def _fake(x, *, backward="default"):
+    def _fake(x, *, backward="default", tier="accurate"):
+        _check_tier(name, tier)
         _check_backward(name, backward)
         _gelu_ops._check_dtype(x, name)
         return torch.empty_like(x)
 
     @torch.library.register_fake(f"turbogelu::{name}.out")
-    def _fake_out(x, *, out):
+    def _fake_out(x, *, tier="accurate", out):
+        _check_tier(name, tier)
         check_same_device(name, x, out=out)
         _gelu_ops._check_dtype(x, name)
         check_out(out, x, name)
 
     @torch.library.register_fake(f"turbogelu::{name}_")
-    def _fake_inplace(x):
+    def _fake_inplace(x, tier="accurate"):
+        _check_tier(name, tier)
         _gelu_ops._check_dtype(x, name)
 
     @torch.library.register_fake(f"turbogelu::{name}_backward")
-    def _fake_backward(grad, x, backward="default"):
+    def _fake_backward(grad, x, backward="default", tier="accurate"):
+        _check_tier(name, tier)
         _check_backward(name, backward)
         check_same_device(name, x, grad=grad)
         _gelu_ops._check_dtype(x, name)
@@ -84,7 +99,8 @@ def _register_unary_fakes(name: str) -> None:
         return torch.empty_like(x)
 
     @torch.library.register_fake(f"turbogelu::{name}_backward.out")
-    def _fake_backward_out(grad, x, backward="default", *, out):
+    def _fake_backward_out(grad, x, backward="default", tier="accurate", *, out):
+        _check_tier(name, tier)
         _check_backward(name, backward)
         check_same_device(name, x, grad=grad, out=out)
         _gelu_ops._check_dtype(x, name)
@@ -97,7 +113,8 @@ for _name in UNARY:
 
 
 @torch.library.register_fake("turbogelu::softcap")
-def _softcap_fake(x, cap, *, backward="default"):
+def _softcap_fake(x, cap, *, backward="default", tier="accurate"):
+    _check_tier("softcap", tier)
     _check_backward("softcap", backward)
     _check_cap(cap)
     _gelu_ops._check_dtype(x, "softcap")
@@ -105,7 +122,8 @@ def _softcap_fake(x, cap, *, backward="default"):
 
 
 @torch.library.register_fake("turbogelu::softcap.out")
-def _softcap_out_fake(x, cap, *, out):
+def _softcap_out_fake(x, cap, *, tier="accurate", out):
+    _check_tier("softcap", tier)
     check_same_device("softcap", x, out=out)
     _check_cap(cap)
     _gelu_ops._check_dtype(x, "softcap")
@@ -113,13 +131,15 @@ def _softcap_out_fake(x, cap, *, out):
 
 
 @torch.library.register_fake("turbogelu::softcap_")
-def _softcap_inplace_fake(x, cap):
+def _softcap_inplace_fake(x, cap, tier="accurate"):
+    _check_tier("softcap", tier)
     _check_cap(cap)
     _gelu_ops._check_dtype(x, "softcap")
 
 
 @torch.library.register_fake("turbogelu::softcap_backward")
-def _softcap_backward_fake(grad, x, cap, backward="default"):
+def _softcap_backward_fake(grad, x, cap, backward="default", tier="accurate"):
+    _check_tier("softcap", tier)
     _check_backward("softcap", backward)
     _check_cap(cap)
     check_same_device("softcap", x, grad=grad)
@@ -129,8 +149,8 @@ def _softcap_backward_fake(grad, x, cap, backward="default"):
 
 
 @torch.library.register_fake("turbogelu::softcap_backward.out")
-def _softcap_backward_out_fake(grad, x, cap, backward="default", *, out):
-    _softcap_backward_fake(grad, x, cap, backward)
+def _softcap_backward_out_fake(grad, x, cap, backward="default", tier="accurate", *, out):
+    _softcap_backward_fake(grad, x, cap, backward, tier)
     check_same_device("softcap", x, out=out)
     _check_like(out, x, "softcap", "out", "x")
 
@@ -144,26 +164,30 @@ def _check_gated(a, b, **others) -> None:
 
 
 @torch.library.register_fake("turbogelu::swiglu")
-def _swiglu_fake(a, b, *, backward="default"):
+def _swiglu_fake(a, b, *, backward="default", tier="accurate"):
+    _check_tier("swiglu", tier)
     _check_backward("swiglu", backward)
     _check_gated(a, b)
     return torch.empty_like(a)
 
 
 @torch.library.register_fake("turbogelu::swiglu.out")
-def _swiglu_out_fake(a, b, *, out):
+def _swiglu_out_fake(a, b, *, tier="accurate", out):
+    _check_tier("swiglu", tier)
     _check_gated(a, b, out=out)
 
 
 @torch.library.register_fake("turbogelu::swiglu_backward")
-def _swiglu_backward_fake(grad, a, b, backward="default"):
+def _swiglu_backward_fake(grad, a, b, backward="default", tier="accurate"):
+    _check_tier("swiglu", tier)
     _check_backward("swiglu", backward)
     _check_gated(a, b, grad=grad)
     return torch.empty_like(a), torch.empty_like(a)
 
 
 @torch.library.register_fake("turbogelu::swiglu_backward.out")
-def _swiglu_backward_out_fake(grad, a, b, backward="default", *, grad_a, grad_b):
+def _swiglu_backward_out_fake(grad, a, b, backward="default", tier="accurate", *, grad_a, grad_b):
+    _check_tier("swiglu", tier)
     _check_backward("swiglu", backward)
     _check_gated(a, b, grad=grad, grad_a=grad_a, grad_b=grad_b)
 
@@ -189,11 +213,12 @@ def _register_unary_autograd(name: str) -> None:
 
     def setup(ctx, inputs, keyword_only_inputs, output):
         ctx.backward = keyword_only_inputs.get("backward", "default")
+        ctx.tier = keyword_only_inputs.get("tier", "accurate")
         ctx.save_for_backward(inputs[0])
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return backward_op(grad, x, ctx.backward)
+        return backward_op(grad, x, ctx.backward, ctx.tier)
 
     torch.library.register_autograd(f"turbogelu::{name}", backward, setup_context=setup)
     torch.library.register_autograd(
@@ -208,12 +233,13 @@ for _name in UNARY:
 def _softcap_setup(ctx, inputs, keyword_only_inputs, output):
     ctx.cap = inputs[1]
     ctx.backward = keyword_only_inputs.get("backward", "default")
+    ctx.tier = keyword_only_inputs.get("tier", "accurate")
     ctx.save_for_backward(inputs[0])
 
 
 def _softcap_backward(ctx, grad):
     (x,) = ctx.saved_tensors
-    return _ops.softcap_backward(grad, x, ctx.cap, ctx.backward), None
+    return _ops.softcap_backward(grad, x, ctx.cap, ctx.backward, ctx.tier), None
 
 
 torch.library.register_autograd(
@@ -226,12 +252,13 @@ torch.library.register_autograd(
 
 def _swiglu_setup(ctx, inputs, keyword_only_inputs, output):
     ctx.backward = keyword_only_inputs.get("backward", "default")
+    ctx.tier = keyword_only_inputs.get("tier", "accurate")
     ctx.save_for_backward(inputs[0], inputs[1])
 
 
 def _swiglu_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    return tuple(_ops.swiglu_backward(grad, a, b, ctx.backward))
+    return tuple(_ops.swiglu_backward(grad, a, b, ctx.backward, ctx.tier))
 
 
 torch.library.register_autograd("turbogelu::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
@@ -248,51 +275,61 @@ def _tensor(x, op: str) -> None:
         raise TypeError(f"turbogelu.{op}: expected a torch.Tensor, got {type(x).__name__}")
 
 
-def sigmoid(x: torch.Tensor, *, backward: str = "default") -> torch.Tensor:
+# Every function takes ``tier``: "accurate" (the default; the bounds below) or "paper" (the
+# source paper's Table 2 programs: degree 2-4, errors of a few 1e-3, data/specs/<fn>/paper.json).
+
+
+def sigmoid(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
     """Polynomial sigmoid, a drop-in for ``torch.sigmoid``: float32 within 3e-5 of the exact
     function everywhere; bfloat16 and float16 within 1 ulp of the correctly rounded value for
     x >= -3 (below, within 3e-5 beyond half an ulp). Autograd-aware; ``backward`` as gelu's."""
     _tensor(x, "sigmoid")
-    return _ops.sigmoid(x, backward=backward)
+    return _ops.sigmoid(x, backward=backward, tier=tier)
 
 
-def tanh(x: torch.Tensor, *, backward: str = "default") -> torch.Tensor:
+def tanh(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
     """Polynomial tanh, a drop-in for ``torch.tanh``: float32 within 3e-5 everywhere; every
     bfloat16 and float16 input within 1 ulp of the correctly rounded value."""
     _tensor(x, "tanh")
-    return _ops.tanh(x, backward=backward)
+    return _ops.tanh(x, backward=backward, tier=tier)
 
 
-def silu(x: torch.Tensor, inplace: bool = False, *, backward: str = "default") -> torch.Tensor:
+def silu(
+    x: torch.Tensor, inplace: bool = False, *, backward: str = "default", tier: str = "accurate"
+) -> torch.Tensor:
     """Polynomial SiLU, a drop-in for ``torch.nn.functional.silu(x, inplace)`` (bounds as
     sigmoid's). ``inplace=True`` writes into x (no autograd, as ``silu_``)."""
     _tensor(x, "silu")
     if inplace:
-        return silu_(x)
-    return _ops.silu(x, backward=backward)
+        return silu_(x, tier=tier)
+    return _ops.silu(x, backward=backward, tier=tier)
 
 
-def softcap(x: torch.Tensor, cap: float, *, backward: str = "default") -> torch.Tensor:
+def softcap(
+    x: torch.Tensor, cap: float, *, backward: str = "default", tier: str = "accurate"
+) -> torch.Tensor:
     """``cap * tanh(x / cap)`` (Gemma 2's logit soft-capping) by the polynomial tanh: float32
     within 3e-5 * cap; ``cap`` a positive finite float."""
     _tensor(x, "softcap")
-    return _ops.softcap(x, cap, backward=backward)
+    return _ops.softcap(x, cap, backward=backward, tier=tier)
 
 
-def swiglu(a: torch.Tensor, b: torch.Tensor, *, backward: str = "default") -> torch.Tensor:
+def swiglu(
+    a: torch.Tensor, b: torch.Tensor, *, backward: str = "default", tier: str = "accurate"
+) -> torch.Tensor:
     """``silu(a) * b`` in one pass (its backward gives both gradients in one pass); a and b of
     one shape and dtype. float32 within 3e-5 * |b| beyond the rounding of the result."""
     _tensor(a, "swiglu")
     _tensor(b, "swiglu")
-    return _ops.swiglu(a, b, backward=backward)
+    return _ops.swiglu(a, b, backward=backward, tier=tier)
 
 
 def _inplace(name: str):
     op = getattr(_ops, f"{name}_")
 
-    def fn(x: torch.Tensor) -> torch.Tensor:
+    def fn(x: torch.Tensor, tier: str = "accurate") -> torch.Tensor:
         _tensor(x, f"{name}_")
-        op(x)
+        op(x, tier)
         return x
 
     fn.__name__ = fn.__qualname__ = f"{name}_"
@@ -305,34 +342,36 @@ tanh_ = _inplace("tanh")
 silu_ = _inplace("silu")
 
 
-def softcap_(x: torch.Tensor, cap: float) -> torch.Tensor:
+def softcap_(x: torch.Tensor, cap: float, tier: str = "accurate") -> torch.Tensor:
     """In-place softcap (no autograd)."""
     _tensor(x, "softcap_")
-    _ops.softcap_(x, cap)
+    _ops.softcap_(x, cap, tier)
     return x
 
 
-def forward_op(name: str, *args, out: torch.Tensor | None = None, **kw):
+def forward_op(name: str, *args, out: torch.Tensor | None = None, tier: str = "accurate", **kw):
     """The raw forward op ``name`` (no autograd needed; ``out=`` writes into out)."""
     if name not in FUNCTIONS:
         raise ValueError(f"turbogelu.forward_op: name must be one of {FUNCTIONS}, got {name!r}")
     op = getattr(_ops, name)
     if out is None:
-        return op(*args, **kw)
-    op.out(*args, out=out)
+        return op(*args, tier=tier, **kw)
+    op.out(*args, tier=tier, out=out)
     return out
 
 
-def backward_op(name: str, grad, *args, backward: str = "default", out=None):
+def backward_op(
+    name: str, grad, *args, backward: str = "default", tier: str = "accurate", out=None
+):
     """The raw backward op ``name``: ``grad * f'(x)`` (softcap: args are x, cap; swiglu: a, b,
     returning (grad_a, grad_b); ``out`` is then a pair)."""
     if name not in FUNCTIONS:
         raise ValueError(f"turbogelu.backward_op: name must be one of {FUNCTIONS}, got {name!r}")
     op = getattr(_ops, f"{name}_backward")
     if out is None:
-        return op(grad, *args, backward)
+        return op(grad, *args, backward, tier)
     if name == "swiglu":
-        op.out(grad, *args, backward, grad_a=out[0], grad_b=out[1])
+        op.out(grad, *args, backward, tier, grad_a=out[0], grad_b=out[1])
     else:
-        op.out(grad, *args, backward, out=out)
+        op.out(grad, *args, backward, tier, out=out)
     return out

@@ -45,40 +45,47 @@ def replace_gelu(model: nn.Module, *, backward: str = "default") -> int:
 
 
 class _Family(nn.Module):
-    """A family function as a module (``backward`` as the functions')."""
+    """A family function as a module (``backward`` and ``tier`` as the functions')."""
 
-    def __init__(self, *, backward: str = "default") -> None:
+    def __init__(self, *, backward: str = "default", tier: str = "accurate") -> None:
         super().__init__()
         family._check_backward(type(self).__name__, backward)
+        family._check_tier(type(self).__name__, tier)
         self.backward = backward
+        self.tier = tier
+
+    def _kw(self) -> dict:
+        return {"backward": self.backward, "tier": self.tier}
 
     def extra_repr(self) -> str:
-        return f"backward={self.backward!r}"
+        return f"backward={self.backward!r}, tier={self.tier!r}"
 
 
 class Sigmoid(_Family):
     """Polynomial sigmoid: ``turbogelu.Sigmoid()`` replaces ``nn.Sigmoid``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.sigmoid(x, backward=self.backward)
+        return family.sigmoid(x, **self._kw())
 
 
 class Tanh(_Family):
     """Polynomial tanh: ``turbogelu.Tanh()`` replaces ``nn.Tanh``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.tanh(x, backward=self.backward)
+        return family.tanh(x, **self._kw())
 
 
 class SiLU(_Family):
     """Polynomial SiLU: ``turbogelu.SiLU(inplace)`` replaces ``nn.SiLU``."""
 
-    def __init__(self, inplace: bool = False, *, backward: str = "default") -> None:
-        super().__init__(backward=backward)
+    def __init__(
+        self, inplace: bool = False, *, backward: str = "default", tier: str = "accurate"
+    ) -> None:
+        super().__init__(backward=backward, tier=tier)
         self.inplace = inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.silu(x, self.inplace, backward=self.backward)
+        return family.silu(x, self.inplace, **self._kw())
 
     def extra_repr(self) -> str:
         return f"inplace={self.inplace}, " + super().extra_repr()
@@ -88,8 +95,8 @@ class SwiGLU(_Family):
     """``silu(a) * b`` with ``a, b = x.chunk(2, dim)``: the gate of a SwiGLU MLP whose two
     projections are computed as one (its output has half of x's size along ``dim``)."""
 
-    def __init__(self, dim: int = -1, *, backward: str = "default") -> None:
-        super().__init__(backward=backward)
+    def __init__(self, dim: int = -1, *, backward: str = "default", tier: str = "accurate") -> None:
+        super().__init__(backward=backward, tier=tier)
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -99,7 +106,7 @@ class SwiGLU(_Family):
                 "it must split into two equal halves"
             )
         a, b = x.chunk(2, self.dim)
-        return family.swiglu(a, b, backward=self.backward)
+        return family.swiglu(a, b, **self._kw())
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, " + super().extra_repr()
@@ -108,13 +115,13 @@ class SwiGLU(_Family):
 class Softcap(_Family):
     """``cap * tanh(x / cap)`` by the polynomial tanh."""
 
-    def __init__(self, cap: float, *, backward: str = "default") -> None:
-        super().__init__(backward=backward)
+    def __init__(self, cap: float, *, backward: str = "default", tier: str = "accurate") -> None:
+        super().__init__(backward=backward, tier=tier)
         family._check_cap(cap)
         self.cap = float(cap)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.softcap(x, self.cap, backward=self.backward)
+        return family.softcap(x, self.cap, **self._kw())
 
     def extra_repr(self) -> str:
         return f"cap={self.cap}, " + super().extra_repr()

@@ -28,35 +28,40 @@ TORCH_LIBRARY(turbogelu, m) {
 
   // The activation family (turbogelu/family.h): the same forms as gelu's. `backward` picks
   // the derivative autograd uses: "default" (the more accurate, per the spec), "direct" (a
-  // fit of f') or "matched" (the derivative of the forward program). Backward ops take x
-  // (not the forward's result) and recompute the derivative from it.
+  // fit of f') or "matched" (the derivative of the forward program); `tier` the programs:
+  // "accurate" (the default) or "paper" (the source paper's Table 2 programs). Backward ops
+  // take x (not the forward's result) and recompute the derivative from it.
   for (const char* f : {"sigmoid", "tanh", "silu"}) {
     const std::string n(f);
-    m.def((n + "(Tensor x, *, str backward=\"default\") -> Tensor").c_str());
-    m.def((n + ".out(Tensor x, *, Tensor(a!) out) -> ()").c_str());
-    m.def((n + "_(Tensor(a!) x) -> ()").c_str());
-    m.def((n + "_backward(Tensor grad, Tensor x, str backward=\"default\") -> Tensor").c_str());
-    m.def(
-        (n +
-         "_backward.out(Tensor grad, Tensor x, str backward=\"default\", *, Tensor(a!) out) -> ()")
-            .c_str());
+    m.def((n + "(Tensor x, *, str backward=\"default\", str tier=\"accurate\") -> Tensor").c_str());
+    m.def((n + ".out(Tensor x, *, str tier=\"accurate\", Tensor(a!) out) -> ()").c_str());
+    m.def((n + "_(Tensor(a!) x, str tier=\"accurate\") -> ()").c_str());
+    m.def((n + "_backward(Tensor grad, Tensor x, str backward=\"default\", str tier=\"accurate\") "
+               "-> Tensor")
+              .c_str());
+    m.def((n + "_backward.out(Tensor grad, Tensor x, str backward=\"default\", "
+               "str tier=\"accurate\", *, Tensor(a!) out) -> ()")
+              .c_str());
   }
   // softcap(x, cap) = cap * tanh(x / cap), cap a positive finite float.
-  m.def("softcap(Tensor x, float cap, *, str backward=\"default\") -> Tensor");
-  m.def("softcap.out(Tensor x, float cap, *, Tensor(a!) out) -> ()");
-  m.def("softcap_(Tensor(a!) x, float cap) -> ()");
-  m.def("softcap_backward(Tensor grad, Tensor x, float cap, str backward=\"default\") -> Tensor");
   m.def(
-      "softcap_backward.out(Tensor grad, Tensor x, float cap, str backward=\"default\", *, "
-      "Tensor(a!) out) -> ()");
+      "softcap(Tensor x, float cap, *, str backward=\"default\", str tier=\"accurate\") -> Tensor");
+  m.def("softcap.out(Tensor x, float cap, *, str tier=\"accurate\", Tensor(a!) out) -> ()");
+  m.def("softcap_(Tensor(a!) x, float cap, str tier=\"accurate\") -> ()");
+  m.def(
+      "softcap_backward(Tensor grad, Tensor x, float cap, str backward=\"default\", "
+      "str tier=\"accurate\") -> Tensor");
+  m.def(
+      "softcap_backward.out(Tensor grad, Tensor x, float cap, str backward=\"default\", "
+      "str tier=\"accurate\", *, Tensor(a!) out) -> ()");
   // swiglu(a, b) = silu(a) * b (same shapes, no broadcasting); its backward returns
   // (grad_a, grad_b) from one pass.
-  m.def("swiglu(Tensor a, Tensor b, *, str backward=\"default\") -> Tensor");
-  m.def("swiglu.out(Tensor a, Tensor b, *, Tensor(a!) out) -> ()");
+  m.def("swiglu(Tensor a, Tensor b, *, str backward=\"default\", str tier=\"accurate\") -> Tensor");
+  m.def("swiglu.out(Tensor a, Tensor b, *, str tier=\"accurate\", Tensor(a!) out) -> ()");
   m.def(
-      "swiglu_backward(Tensor grad, Tensor a, Tensor b, str backward=\"default\") -> "
-      "(Tensor, Tensor)");
+      "swiglu_backward(Tensor grad, Tensor a, Tensor b, str backward=\"default\", "
+      "str tier=\"accurate\") -> (Tensor, Tensor)");
   m.def(
-      "swiglu_backward.out(Tensor grad, Tensor a, Tensor b, str backward=\"default\", *, "
-      "Tensor(a!) grad_a, Tensor(b!) grad_b) -> ()");
+      "swiglu_backward.out(Tensor grad, Tensor a, Tensor b, str backward=\"default\", "
+      "str tier=\"accurate\", *, Tensor(a!) grad_a, Tensor(b!) grad_b) -> ()");
 }

@@ -18,6 +18,7 @@ struct V16 {
 };
 TG_INLINE V16 tg_fma(V16 a, V16 b, V16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 TG_INLINE V16 tg_mul(V16 a, V16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+TG_INLINE V16 tg_add(V16 a, V16 b) { return {_mm512_add_ps(a.v, b.v)}; }
 TG_INLINE __mmask16 tg_gt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ); }
 TG_INLINE __mmask16 tg_lt(V16 a, V16 b) { return _mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ); }
 TG_INLINE V16 tg_select(__mmask16 m, V16 a, V16 b) { return {_mm512_mask_blend_ps(m, b.v, a.v)}; }

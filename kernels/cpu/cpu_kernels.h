@@ -39,8 +39,8 @@ using CellsForwardFn = void (*)(const void* x, void* out, int64_t n, const CellT
 using CellsBackwardFn = void (*)(const void* grad, const void* x, void* out, int64_t n,
                                  const CellTable& t, bool stream);
 
-// The activation family's kernels of one op (turbogelu/family.h), by element type; nullptr
-// where the kind has no such kernel or this instruction set none of its own (use the scalar
+// The activation family's kernels of one op in one tier (turbogelu/family.h), by element type;
+// nullptr where the kind has no such kernel or this instruction set none of its own (use the scalar
 // table's).
 //   unary   Plain and Scaled forward: out = f(x)
 //   binary  Plain and Scaled backward: out = grad f'(x), (a, b) = (grad, x); Gated forward:
@@ -64,7 +64,7 @@ struct KernelTable {
   BackwardFn backward[kNumDTypes];
   CellsForwardFn cells_forward[kNumDTypes];  // likewise
   CellsBackwardFn cells_backward[kNumDTypes];
-  const FamilyKernels* family;  // kNumFamilyOps entries
+  const FamilyKernels* family;  // kNumFamilyOps x kNumTiers entries (family.h's family_index)
 };
 
 const KernelTable& scalar_table();

@@ -78,9 +78,9 @@ void family_unary(const void* x, void* out, int64_t n, const FamilyCall& cref, b
   const FamilyCall c = cref;
   using V = typename Isa::V;
   if constexpr (K == Kind::Scaled) {
-    map1_any<Isa, T>(x, out, n, stream, [&](V v) { return scaled_forward<S::ff, S::nf>(v, c); });
+    map1_any<Isa, T>(x, out, n, stream, [&](V v) { return scaled_forward<S>(v, c); });
   } else {
-    map1_any<Isa, T>(x, out, n, stream, [&](V v) { return family_forward<S::ff, S::nf>(v, c); });
+    map1_any<Isa, T>(x, out, n, stream, [&](V v) { return family_forward<S>(v, c); });
   }
 }
 
@@ -90,14 +90,11 @@ void family_binary(const void* a, const void* b, void* out, int64_t n, const Fam
   const FamilyCall c = cref;
   using V = typename Isa::V;
   if constexpr (K == Kind::Gated) {
-    map2_any<Isa, T>(a, b, out, n, stream,
-                     [&](V av, V bv) { return gated_forward<S::ff, S::nf>(av, bv, c); });
+    map2_any<Isa, T>(a, b, out, n, stream, [&](V av, V bv) { return gated_forward<S>(av, bv, c); });
   } else if constexpr (K == Kind::Scaled) {
-    map2_any<Isa, T>(a, b, out, n, stream,
-                     [&](V g, V x) { return scaled_backward<S::fd, S::nd>(g, x, c); });
+    map2_any<Isa, T>(a, b, out, n, stream, [&](V g, V x) { return scaled_backward<S>(g, x, c); });
   } else {
-    map2_any<Isa, T>(a, b, out, n, stream,
-                     [&](V g, V x) { return family_backward<S::fd, S::nd>(g, x, c); });
+    map2_any<Isa, T>(a, b, out, n, stream, [&](V g, V x) { return family_backward<S>(g, x, c); });
   }
 }
 
@@ -106,9 +103,8 @@ void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob
                  const FamilyCall& cref) {
   const FamilyCall c = cref;
   using V = typename Isa::V;
-  map_pair<Isa, T>(g, a, b, oa, ob, n, [&](V gv, V av, V bv) {
-    return gated_backward<S::ff, S::nf, S::fd, S::nd>(gv, av, bv, c);
-  });
+  map_pair<Isa, T>(g, a, b, oa, ob, n,
+                   [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); });
 }
 
 template <class T>
@@ -131,10 +127,15 @@ void family_fill_one(FamilyKernels& e) {
   e.binary[d] = family_binary<Isa, T, S, K>;
 }
 
-// Every op's kernels for the element type T on Isa, into table[kNumFamilyOps].
+// Every op's kernels in every tier for the element type T on Isa, into
+// table[kNumFamilyOps * kNumTiers] (family.h's family_index).
 template <class Isa, class T>
 void family_fill(FamilyKernels* table) {
-#define TG_FILL(op, fn, kind) family_fill_one<Isa, T, shapes::fn, Kind::kind>(table[kFamily_##op]);
+#define TG_FILL(op, fn, kind)                                 \
+  family_fill_one<Isa, T, shapes::fn##_accurate, Kind::kind>( \
+      table[family_index(kFamily_##op, kTier_accurate)]);     \
+  family_fill_one<Isa, T, shapes::fn##_paper, Kind::kind>(    \
+      table[family_index(kFamily_##op, kTier_paper)]);
   TG_FAMILY_OPS(TG_FILL)
 #undef TG_FILL
 }
@@ -145,7 +146,7 @@ template <class Isa, class Isa64 = void>
 const FamilyKernels* family_kernels() {
   static const auto table = [] {
     struct Table {
-      FamilyKernels ops[kNumFamilyOps]{};
+      FamilyKernels ops[kNumFamilyOps * kNumTiers]{};
     } t;
     family_fill<Isa, float>(t.ops);
     family_fill<Isa, f16_t>(t.ops);

@@ -12,15 +12,12 @@
 namespace turbogelu {
 namespace {
 
-// The kernels of op for t's dtype: this instruction set's, else the scalar table's.
-const cpu::FamilyKernels& kernels_of(const cpu::KernelTable& t, FamilyOp op) {
-  return t.family[op];
-}
-
+// The kernel of (op, tier) for dtype index d: this instruction set's, else the scalar table's.
 template <class Pick>
-auto pick(FamilyOp op, int d, Pick p) {
-  const auto f = p(kernels_of(cpu::current_kernel_table(), op))[d];
-  return f != nullptr ? f : p(kernels_of(cpu::scalar_table(), op))[d];
+auto pick(FamilyOp op, Tier tier, int d, Pick p) {
+  const int i = family_index(op, tier);
+  const auto f = p(cpu::current_kernel_table().family[i])[d];
+  return f != nullptr ? f : p(cpu::scalar_table().family[i])[d];
 }
 
 struct CpuFamilyBackend {
@@ -32,12 +29,12 @@ struct CpuFamilyBackend {
     explicit Guard(const at::Tensor&) {}
   };
 
-  static void launch_unary(FamilyOp op, const at::Tensor& x, const at::Tensor& out,
+  static void launch_unary(FamilyOp op, Tier tier, const at::Tensor& x, const at::Tensor& out,
                            const FamilyCall& c) {
     const int64_t n = x.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(x, family_op(op).name);
-    const auto fn = pick(op, d, [](const cpu::FamilyKernels& k) { return k.unary; });
+    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.unary; });
     const char* xp = static_cast<const char*>(x.const_data_ptr());
     char* op_ = static_cast<char*>(out.data_ptr());
     const int64_t es = x.element_size(), grain = cpu::parallel_grain();
@@ -47,12 +44,12 @@ struct CpuFamilyBackend {
     });
   }
 
-  static void launch_binary(FamilyOp op, const at::Tensor& a, const at::Tensor& b,
+  static void launch_binary(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
                             const at::Tensor& out, const FamilyCall& c) {
     const int64_t n = a.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(a, family_op(op).name);
-    const auto fn = pick(op, d, [](const cpu::FamilyKernels& k) { return k.binary; });
+    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.binary; });
     const char* ap = static_cast<const char*>(a.const_data_ptr());
     const char* bp = static_cast<const char*>(b.const_data_ptr());
     char* op_ = static_cast<char*>(out.data_ptr());
@@ -63,13 +60,13 @@ struct CpuFamilyBackend {
     });
   }
 
-  static void launch_pair(FamilyOp op, const at::Tensor& g, const at::Tensor& a,
+  static void launch_pair(FamilyOp op, Tier tier, const at::Tensor& g, const at::Tensor& a,
                           const at::Tensor& b, const at::Tensor& out_a, const at::Tensor& out_b,
                           const FamilyCall& c) {
     const int64_t n = a.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(a, family_op(op).name);
-    const auto fn = pick(op, d, [](const cpu::FamilyKernels& k) { return k.pair; });
+    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.pair; });
     const char* gp = static_cast<const char*>(g.const_data_ptr());
     const char* ap = static_cast<const char*>(a.const_data_ptr());
     const char* bp = static_cast<const char*>(b.const_data_ptr());
@@ -85,59 +82,58 @@ using Ops = ops::FamilyOps<CpuFamilyBackend>;
 
 // ---------------------------------------------------------------- the schemas' signatures
 
+using T = at::Tensor;
+using S = c10::string_view;
+
 template <FamilyOp Op>
-at::Tensor unary(const at::Tensor& x, c10::string_view backward) {
-  return Ops::forward(Op, x, backward, 1.0);
+T unary(const T& x, S backward, S tier) {
+  return Ops::forward(Op, x, 1.0, backward, tier);
 }
 template <FamilyOp Op>
-void unary_out(const at::Tensor& x, const at::Tensor& out) {
-  Ops::forward_out(Op, x, 1.0, out);
+void unary_out(const T& x, S tier, const T& out) {
+  Ops::forward_out(Op, x, 1.0, tier, out);
 }
 template <FamilyOp Op>
-void unary_inplace(const at::Tensor& x) {
-  Ops::forward_out(Op, x, 1.0, x);
+void unary_inplace(const T& x, S tier) {
+  Ops::forward_out(Op, x, 1.0, tier, x);
 }
 template <FamilyOp Op>
-at::Tensor unary_backward(const at::Tensor& grad, const at::Tensor& x, c10::string_view bw) {
-  return Ops::backward(Op, grad, x, 1.0, bw);
+T unary_backward(const T& grad, const T& x, S bw, S tier) {
+  return Ops::backward(Op, grad, x, 1.0, bw, tier);
 }
 template <FamilyOp Op>
-void unary_backward_out(const at::Tensor& grad, const at::Tensor& x, c10::string_view bw,
-                        const at::Tensor& out) {
-  Ops::backward_out(Op, grad, x, 1.0, bw, out);
+void unary_backward_out(const T& grad, const T& x, S bw, S tier, const T& out) {
+  Ops::backward_out(Op, grad, x, 1.0, bw, tier, out);
 }
 
-at::Tensor softcap(const at::Tensor& x, double cap, c10::string_view backward) {
-  return Ops::forward(kFamily_softcap, x, backward, cap);
+T softcap(const T& x, double cap, S backward, S tier) {
+  return Ops::forward(kFamily_softcap, x, cap, backward, tier);
 }
-void softcap_out(const at::Tensor& x, double cap, const at::Tensor& out) {
-  Ops::forward_out(kFamily_softcap, x, cap, out);
+void softcap_out(const T& x, double cap, S tier, const T& out) {
+  Ops::forward_out(kFamily_softcap, x, cap, tier, out);
 }
-void softcap_inplace(const at::Tensor& x, double cap) {
-  Ops::forward_out(kFamily_softcap, x, cap, x);
+void softcap_inplace(const T& x, double cap, S tier) {
+  Ops::forward_out(kFamily_softcap, x, cap, tier, x);
 }
-at::Tensor softcap_backward(const at::Tensor& grad, const at::Tensor& x, double cap,
-                            c10::string_view bw) {
-  return Ops::backward(kFamily_softcap, grad, x, cap, bw);
+T softcap_backward(const T& grad, const T& x, double cap, S bw, S tier) {
+  return Ops::backward(kFamily_softcap, grad, x, cap, bw, tier);
 }
-void softcap_backward_out(const at::Tensor& grad, const at::Tensor& x, double cap,
-                          c10::string_view bw, const at::Tensor& out) {
-  Ops::backward_out(kFamily_softcap, grad, x, cap, bw, out);
+void softcap_backward_out(const T& grad, const T& x, double cap, S bw, S tier, const T& out) {
+  Ops::backward_out(kFamily_softcap, grad, x, cap, bw, tier, out);
 }
 
-at::Tensor swiglu(const at::Tensor& a, const at::Tensor& b, c10::string_view backward) {
-  return Ops::gated(kFamily_swiglu, a, b, backward);
+T swiglu(const T& a, const T& b, S backward, S tier) {
+  return Ops::gated(kFamily_swiglu, a, b, backward, tier);
 }
-void swiglu_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
-  Ops::gated_out(kFamily_swiglu, a, b, out);
+void swiglu_out(const T& a, const T& b, S tier, const T& out) {
+  Ops::gated_out(kFamily_swiglu, a, b, tier, out);
 }
-std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& grad, const at::Tensor& a,
-                                                   const at::Tensor& b, c10::string_view bw) {
-  return Ops::gated_backward(kFamily_swiglu, grad, a, b, bw);
+std::tuple<T, T> swiglu_backward(const T& grad, const T& a, const T& b, S bw, S tier) {
+  return Ops::gated_backward(kFamily_swiglu, grad, a, b, bw, tier);
 }
-void swiglu_backward_out(const at::Tensor& grad, const at::Tensor& a, const at::Tensor& b,
-                         c10::string_view bw, const at::Tensor& grad_a, const at::Tensor& grad_b) {
-  Ops::gated_backward_out(kFamily_swiglu, grad, a, b, bw, grad_a, grad_b);
+void swiglu_backward_out(const T& grad, const T& a, const T& b, S bw, S tier, const T& grad_a,
+                         const T& grad_b) {
+  Ops::gated_backward_out(kFamily_swiglu, grad, a, b, bw, tier, grad_a, grad_b);
 }
 
 // ---------------------------------------------------------------- autograd guards
@@ -170,54 +166,52 @@ void below_autograd(const c10::TypedOperatorHandle<Sig>& op, const std::string& 
   for (const at::Tensor* t : written) torch::autograd::impl::bump_version(*t);
 }
 
-using T = at::Tensor;
-using S = c10::string_view;
-
 std::string qualified(FamilyOp op, const char* suffix) {
   return std::string("turbogelu::") + family_op(op).name + suffix;
 }
 
 template <FamilyOp Op>
-void unary_out_ag(const T& x, const T& out) {
-  using Sig = void(const T&, const T&);
+void unary_out_ag(const T& x, S tier, const T& out) {
+  using Sig = void(const T&, S, const T&);
   static const auto op = find_op<Sig>(qualified(Op, ""), "out");
-  below_autograd(op, std::string(family_op(Op).name) + "(out=)", {&x, &out}, {&out}, x, out);
+  below_autograd(op, std::string(family_op(Op).name) + "(out=)", {&x, &out}, {&out}, x, tier, out);
 }
 template <FamilyOp Op>
-void unary_inplace_ag(const T& x) {
-  static const auto op = find_op<void(const T&)>(qualified(Op, "_"), "");
-  below_autograd(op, std::string(family_op(Op).name) + "_", {&x}, {&x}, x);
+void unary_inplace_ag(const T& x, S tier) {
+  static const auto op = find_op<void(const T&, S)>(qualified(Op, "_"), "");
+  below_autograd(op, std::string(family_op(Op).name) + "_", {&x}, {&x}, x, tier);
 }
 template <FamilyOp Op>
-void unary_backward_out_ag(const T& g, const T& x, S bw, const T& out) {
-  using Sig = void(const T&, const T&, S, const T&);
+void unary_backward_out_ag(const T& g, const T& x, S bw, S tier, const T& out) {
+  using Sig = void(const T&, const T&, S, S, const T&);
   static const auto op = find_op<Sig>(qualified(Op, "_backward"), "out");
   below_autograd(op, std::string(family_op(Op).name) + "_backward(out=)", {&g, &x, &out}, {&out}, g,
-                 x, bw, out);
+                 x, bw, tier, out);
 }
-void softcap_out_ag(const T& x, double cap, const T& out) {
-  static const auto op = find_op<void(const T&, double, const T&)>("turbogelu::softcap", "out");
-  below_autograd(op, "softcap(out=)", {&x, &out}, {&out}, x, cap, out);
+void softcap_out_ag(const T& x, double cap, S tier, const T& out) {
+  static const auto op = find_op<void(const T&, double, S, const T&)>("turbogelu::softcap", "out");
+  below_autograd(op, "softcap(out=)", {&x, &out}, {&out}, x, cap, tier, out);
 }
-void softcap_inplace_ag(const T& x, double cap) {
-  static const auto op = find_op<void(const T&, double)>("turbogelu::softcap_", "");
-  below_autograd(op, "softcap_", {&x}, {&x}, x, cap);
+void softcap_inplace_ag(const T& x, double cap, S tier) {
+  static const auto op = find_op<void(const T&, double, S)>("turbogelu::softcap_", "");
+  below_autograd(op, "softcap_", {&x}, {&x}, x, cap, tier);
 }
-void softcap_backward_out_ag(const T& g, const T& x, double cap, S bw, const T& out) {
-  using Sig = void(const T&, const T&, double, S, const T&);
+void softcap_backward_out_ag(const T& g, const T& x, double cap, S bw, S tier, const T& out) {
+  using Sig = void(const T&, const T&, double, S, S, const T&);
   static const auto op = find_op<Sig>("turbogelu::softcap_backward", "out");
-  below_autograd(op, "softcap_backward(out=)", {&g, &x, &out}, {&out}, g, x, cap, bw, out);
+  below_autograd(op, "softcap_backward(out=)", {&g, &x, &out}, {&out}, g, x, cap, bw, tier, out);
 }
-void swiglu_out_ag(const T& a, const T& b, const T& out) {
-  using Sig = void(const T&, const T&, const T&);
+void swiglu_out_ag(const T& a, const T& b, S tier, const T& out) {
+  using Sig = void(const T&, const T&, S, const T&);
   static const auto op = find_op<Sig>("turbogelu::swiglu", "out");
-  below_autograd(op, "swiglu(out=)", {&a, &b, &out}, {&out}, a, b, out);
+  below_autograd(op, "swiglu(out=)", {&a, &b, &out}, {&out}, a, b, tier, out);
 }
-void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, const T& ga, const T& gb) {
-  using Sig = void(const T&, const T&, const T&, S, const T&, const T&);
+void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, S tier, const T& ga,
+                            const T& gb) {
+  using Sig = void(const T&, const T&, const T&, S, S, const T&, const T&);
   static const auto op = find_op<Sig>("turbogelu::swiglu_backward", "out");
-  below_autograd(op, "swiglu_backward(out=)", {&g, &a, &b, &ga, &gb}, {&ga, &gb}, g, a, b, bw, ga,
-                 gb);
+  below_autograd(op, "swiglu_backward(out=)", {&g, &a, &b, &ga, &gb}, {&ga, &gb}, g, a, b, bw, tier,
+                 ga, gb);
 }
 
 }  // namespace

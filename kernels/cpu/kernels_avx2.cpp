@@ -37,6 +37,7 @@ struct M8 {  // a lane mask: all ones or all zeros per lane
 };
 TG_INLINE V8 tg_fma(V8 a, V8 b, V8 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
 TG_INLINE V8 tg_mul(V8 a, V8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
+TG_INLINE V8 tg_add(V8 a, V8 b) { return {_mm256_add_ps(a.v, b.v)}; }
 TG_INLINE M8 tg_gt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
 TG_INLINE M8 tg_lt(V8 a, V8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 TG_INLINE V8 tg_select(M8 m, V8 a, V8 b) { return {_mm256_blendv_ps(b.v, a.v, m.m)}; }

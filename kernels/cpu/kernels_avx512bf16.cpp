@@ -63,9 +63,9 @@ struct Avx512Bf16Isa : Avx512Isa {
 const FamilyKernels* family_bf16(const FamilyKernels* base) {
   static const auto table = [base] {
     struct Table {
-      FamilyKernels ops[kNumFamilyOps];
+      FamilyKernels ops[kNumFamilyOps * kNumTiers];
     } t;
-    for (int op = 0; op < kNumFamilyOps; ++op) t.ops[op] = base[op];
+    for (int i = 0; i < kNumFamilyOps * kNumTiers; ++i) t.ops[i] = base[i];
     family_fill<Avx512Bf16Isa, bf16_t>(t.ops);
     return t;
   }();

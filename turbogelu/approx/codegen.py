@@ -3,7 +3,7 @@
 * ``kernels/include/turbogelu/gelu_coeffs.h`` (CPU and CUDA), every coefficient a float32 hex
   literal;
 * ``kernels/include/turbogelu/family_coeffs.h``: the activation family's programs
-  (``data/specs/<function>/accurate.json``) in the shape of ``family_eval.h``, and the list of
+  (``data/specs/<function>/<tier>.json``) in the shape of ``family_eval.h``, and the list of
   program shapes the kernels instantiate;
 * ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as poly_eval.h written
   out in Metal, every coefficient an *exact* decimal literal (the float32 value's full decimal
@@ -348,73 +348,83 @@ def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
 
 # ---------------------------------------------------------------- the activation family
 
-# family_eval.h's Form of a program, from its target's reduction, factor and operation order
-# (the forms the family's kernels evaluate; anything else is refused).
+# family_eval.h's Form of a program, from its target's reduction and factor (the forms the
+# family's kernels evaluate; anything else is refused).
 _FORMS = {
     ("1/2 + odd", 1): "HalfPlusOdd",
     ("odd", 1): "Odd",
     ("x/2 + even", 2): "XHalfPlusEven",
+    ("x/2 + even", 0): "XHalfPlus",
     ("even", 0): "Even",
 }
 # (below, above): the asymptote beyond -clamp and +clamp (targets.ASYMPTOTES); "relu" is x
-# itself above and -0.0 below, which XHalfPlusEven selects by itself.
+# itself above and -0.0 below, which the x/2 + even forms select by themselves.
 _ASYMPTOTES = {"step": ("0.0f", "1.0f"), "sign": ("-1.0f", "1.0f"), "zero": ("0.0f", "0.0f"),
                "relu": ("-0.0f", "0.0f")}  # fmt: skip
 
 
-def family_form(ps) -> str:
-    """The family_eval.h Form of a PolySpec, or ValueError when the kernels have none."""
-    tgt = ps.tgt
-    form = _FORMS.get((tgt.reduction, ps.factor))
+def family_form(ps) -> tuple[str, bool]:
+    """The family_eval.h (Form, variable is x^2) of a PolySpec, or ValueError when the kernels
+    have none: shifted, a finite clamp, float32 values; XHalfPlusEven in |x| with the
+    sign-keeping order x (1/2 + x P) (in x^2 that order decides the window on x^2, which the
+    family's kernels do not), the others in the generic order (for them the same sequence)."""
+    form = _FORMS.get((ps.tgt.reduction, ps.factor))
+    order = "turbogelu" if form == "XHalfPlusEven" else "generic"
     ok = (
         form is not None
-        and ps.variable == "u"
         and ps.shift
-        and ps.fmt == "float32"
+        and ps.fmt in ("float32", "bfloat16", "float16")
         and math.isfinite(ps.clamp)
-        # x/2 + even needs the sign-keeping order x (1/2 + x p); the others are the same
-        # sequence in either order.
-        and (form != "XHalfPlusEven" or ps.program == "turbogelu")
+        and ps.program == order
+        and not (form == "XHalfPlusEven" and ps.variable != "u")
     )
     if not ok:
         raise ValueError(f"no family kernel evaluates {ps.describe()}")
-    return form
+    return form, ps.variable == "y"
 
 
-def load_family(spec_dir: Path | None = None) -> dict[str, dict]:
-    """The accurate-tier specs of the family: ``spec_dir/<function>/`` when it exists."""
+def load_family(spec_dir: Path | None = None) -> dict[tuple[str, str], dict]:
+    """The family's specs by (function, tier): ``spec_dir/<function>/`` when it exists."""
     from . import family_programs
 
     out = {}
     for fn in family_programs.FUNCTIONS:
         root = spec_dir if spec_dir is not None and (Path(spec_dir) / fn).is_dir() else None
-        out[fn] = specmod.load(specmod.spec_path(fn, "accurate", root=root), "accurate")
+        for tier in family_programs.TIERS:
+            out[(fn, tier)] = specmod.load(specmod.spec_path(fn, tier, root=root), tier)
     return out
 
 
-def _family_program(fn: str, name: str, ps, errors: dict) -> list[str]:
+def _family_program(name: str, ps, errors: dict, degree: int) -> list[str]:
+    """One program as a FamilyProgram of ``degree`` (>= its own: the kernels run one shape
+    per direction, so a shorter program is padded with leading zero coefficients, which
+    Horner's scheme passes through exactly: fma(0, z, c) = c for finite z, and z is finite
+    wherever the polynomial's result is used)."""
     below, above = _ASYMPTOTES[ps.tgt.asymptote_kind]
-    coeffs = ", ".join(_lit(specmod.f32_hex(c)) for c in ps.coefficients)
+    values = list(ps.coefficients) + [0.0] * (degree - ps.degree)
+    coeffs = ", ".join(_lit(specmod.f32_hex(c)) for c in values)
+    pad = f" (degree {ps.degree}, padded to {degree})" if degree != ps.degree else ""
     return [
-        f"// {name}: {ps.describe()}; float32 replay: max |err| "
+        f"// {ps.describe()}{pad}; float32 replay: max |err| "
         f"{errors['float32']['max_abs_float32']:.3e}",
-        f"inline constexpr FamilyProgram {fn}_{name} = {{",
-        f"    {ps.degree}, {_lit(specmod.f32_hex(ps.clamp))}, {_lit(specmod.f32_hex(ps.scale))}, "
+        f"inline constexpr FamilyProgram {name} = {{",
+        f"    {degree}, {_lit(specmod.f32_hex(ps.clamp))}, {_lit(specmod.f32_hex(ps.scale))}, "
         f"{below}, {above},",
         f"    {{{coeffs}}}}};",
     ]
 
 
-def render_family(docs: dict[str, dict]) -> str:
+def render_family(docs: dict[tuple[str, str], dict]) -> str:
     from .polyspec import PolySpec
 
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
-        "// data/specs/<function>/accurate.json (python -m turbogelu.approx.family_programs).",
+        "// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs).",
         "//",
-        "// The activation family's accurate-tier programs in the shape of family_eval.h, and",
-        "// TG_FAMILY_SHAPES(X): X(function, forward form, forward degree, backward form,",
-        "// backward degree) for each function, the shapes the kernels are compiled for.",
+        "// The activation family's programs in the shape of family_eval.h, each tier's, and",
+        "// TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,",
+        "// backward form, backward degree, backward in x^2), the shapes the kernels are",
+        "// compiled for.",
         "#pragma once",
         "",
         '#include "turbogelu/family_eval.h"',
@@ -423,18 +433,24 @@ def render_family(docs: dict[str, dict]) -> str:
         "namespace coeffs {",
     ]
     shapes = []
-    for fn, doc in docs.items():
+    for (fn, tier), doc in docs.items():
         parts = {name: PolySpec.from_dict(doc[name]) for name in specmod.PARTS}
         fwd, direct, matched = (parts[n] for n in specmod.PARTS)
         back = {family_form(direct), family_form(matched)}
-        if len(back) != 1 or direct.degree != matched.degree:
-            raise ValueError(f"{fn}: the direct and matched backward differ in shape")
-        lines += ["", f"// {fn}: {doc['generated_by']}"]
+        if len(back) != 1:
+            raise ValueError(f"{fn} ({tier}): the direct and matched backward differ in form")
+        bdeg = max(direct.degree, matched.degree)
+        lines += ["", f"// {fn}, {tier} tier: {doc['generated_by']}"]
         for name in specmod.PARTS:
-            lines += _family_program(fn, name, parts[name], doc[name]["errors"])
+            deg = fwd.degree if name == "forward" else bdeg
+            lines += _family_program(f"{fn}_{tier}_{name}", parts[name], doc[name]["errors"], deg)
         default = "true" if doc["default_backward"] == "direct" else "false"
-        lines += [f"inline constexpr bool {fn}_default_backward_is_direct = {default};"]
-        shapes.append(f"  X({fn}, {family_form(fwd)}, {fwd.degree}, {back.pop()}, {direct.degree})")
+        lines += [f"inline constexpr bool {fn}_{tier}_default_backward_is_direct = {default};"]
+        (ff, fy), (bf, by) = family_form(fwd), back.pop()
+        shapes.append(
+            f"  X({fn}, {tier}, {ff}, {fwd.degree}, {str(fy).lower()}, {bf}, {bdeg}, "
+            f"{str(by).lower()})"
+        )
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
     return "\n".join(lines)

@@ -112,15 +112,34 @@ def matched(forward: PolySpec) -> PolySpec:
     rounded to float32 once."""
     f, m = forward.factor, (1 if forward.variable == "u" else 2)
     c = list(forward.coefficients) + [0.0]
-    q = [(f + m * k) * c[k] + m * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
-    tpl = PolySpec.template(
-        forward.target + "_grad",
-        forward.degree,
-        forward.fit_interval,
-        clamp=forward.clamp,
-        variable=forward.variable,
-        factor=f - 1,
-    )
+    degree, factor = forward.degree, f - 1
+    if f == 0 and forward.variable == "y":
+        # r = P(z), z = u^2 s - 1: r' = 2 s u P'(z), i.e. factor 1 and q_k = 2 s (k + 1) c_{k+1}
+        # (degree one less; exact in float64 for float32 or narrower s and c).
+        s = forward.scale
+        q = [2.0 * s * (k + 1) * c[k + 1] for k in range(forward.degree)]
+        degree, factor = forward.degree - 1, 1
+    else:
+        q = [(f + m * k) * c[k] + m * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
+    def template(fit_interval: float) -> PolySpec:
+        return PolySpec.template(
+            forward.target + "_grad",
+            degree,
+            fit_interval,
+            clamp=forward.clamp,
+            variable=forward.variable,
+            factor=factor,
+        )
+
+    tpl = template(forward.fit_interval)
+    if tpl.scale != forward.scale:
+        # A forward with coefficients narrower than float32 (the paper tier's bfloat16) has
+        # its scale rounded to that format: give the float32 derivative the fit interval
+        # whose float32 scale is that same value, so both programs compute the same z.
+        s = forward.scale
+        tpl = template(2.0 / s if forward.variable == "u" else math.sqrt(2.0 / s))
+        if tpl.scale != s:
+            raise ValueError(f"no float32 fit interval gives the forward's scale {s!r}")
     return tpl.with_coefficients(q, round_to_fmt=True, method="derivative of forward")
 
 
@@ -255,8 +274,61 @@ def build_spec(function: str) -> dict:
     }
 
 
-def load(function: str, root: str | Path | None = None) -> dict:
-    return spec.load(spec.spec_path(function, "accurate", root=root), "accurate")
+# ---------------------------------------------------------------- the paper tier
+
+# The source paper's Table 2 programs, by function: (the forward's row, the backward's row or
+# None). Each is ``table2.Row.same``: the paper's form at the (L_i, L_c) of table2's grid
+# search, fitted by minimax with bfloat16 coefficients and a search among their neighbours.
+# The paper has a derivative row for sigmoid only; tanh and SiLU take the matched derivative.
+PAPER_ROWS = {"sigmoid": ("sigmoid D3", "sigmoid' D4"), "tanh": ("tanh D4", None),
+              "silu": ("SiLU D3", None)}  # fmt: skip
+TIERS = ("accurate", "paper")
+
+
+def build_paper_spec(function: str) -> dict:
+    """The paper tier of ``function``: Table 2's programs, measured as the accurate tier's
+    are (float32 over the whole line, every 16-bit input); no tier bound, their own errors.
+    ``backward_direct`` is the paper's derivative row where it has one, else the matched
+    derivative again (said in its method)."""
+    from . import table2
+
+    if function not in PAPER_ROWS:
+        raise ValueError(f"function must be one of {tuple(PAPER_ROWS)}, got {function!r}")
+    fwd_row, bwd_row = PAPER_ROWS[function]
+    fwd = table2.get_row(fwd_row).same.fit("remez+search")
+    match = matched(fwd)
+    direct = match if bwd_row is None else table2.get_row(bwd_row).same.fit("remez+search")
+    meta = {"row": fwd_row, "fit": "remez+search (table2.Row.same)"}
+    d_meta = (
+        {"row": None, "fit": "the paper has no row: the matched derivative"}
+        if bwd_row is None
+        else {"row": bwd_row, "fit": "remez+search (table2.Row.same)"}
+    )
+    parts = {
+        "forward": _part(fwd, None, meta, True),
+        "backward_direct": _part(direct, None, d_meta, False),
+        "backward_matched": _part(match, None, {"fit": "derivative of forward"}, False),
+    }
+    d = parts["backward_direct"]["errors"]["float32"]["max_abs_float32"]
+    m = parts["backward_matched"]["errors"]["float32"]["max_abs_float32"]
+    return {
+        "schema": spec.SCHEMA_VERSION,
+        "generated_by": f"{spec.SCHEMAS['paper'].command} {function}",
+        "function": function,
+        "tier": "paper",
+        "rows": {"forward": fwd_row, "backward": bwd_row},
+        "bounds": {"float32": "measured (the paper's programs: no tier bound)"},
+        "holds_tier": holds_tier(parts["forward"]["errors"]),
+        # No derivative row: the direct part is the matched one; call it by that name.
+        "default_backward": "direct" if bwd_row is not None and d <= m else "matched",
+        **parts,
+    }
+
+
+def load(function: str, root: str | Path | None = None, tier: str = "accurate") -> dict:
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+    return spec.load(spec.spec_path(function, tier, root=root), tier)
 
 
 def programs(doc: dict) -> dict[str, PolySpec]:
@@ -291,11 +363,13 @@ def cap_constants(cap: float) -> tuple[np.float32, np.float32]:
     return c, F32(1.0) / c
 
 
-def replay_forward(op: str, *inputs, cap: float | None = None, doc: dict | None = None):
+def replay_forward(
+    op: str, *inputs, cap: float | None = None, doc: dict | None = None, tier: str = "accurate"
+):
     """The float32 result of the forward op on float32 inputs, operation for operation as the
     kernels (family_eval.h): f(x), cap * f(x * fl(1/cap)), or f(a) * b. 16-bit kernels round
     this once to their format."""
-    doc = doc if doc is not None else load(OPS[op])
+    doc = doc if doc is not None else load(OPS[op], tier=tier)
     f = PolySpec.from_dict(doc["forward"])
     with np.errstate(over="ignore", invalid="ignore"):
         if op == "swiglu":
@@ -309,11 +383,17 @@ def replay_forward(op: str, *inputs, cap: float | None = None, doc: dict | None 
 
 
 def replay_backward(
-    op: str, grad, *inputs, cap: float | None = None, backward: str = "default", doc=None
+    op: str,
+    grad,
+    *inputs,
+    cap: float | None = None,
+    backward: str = "default",
+    doc=None,
+    tier: str = "accurate",
 ):
     """The float32 backward: grad * f'(x) (softcap: f'(x * fl(1/cap))); swiglu returns the
     pair (fl(grad * b) * f'(a), grad * f(a))."""
-    doc = doc if doc is not None else load(OPS[op])
+    doc = doc if doc is not None else load(OPS[op], tier=tier)
     d = _derivative(doc, backward)
     g = _f32(grad)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -370,6 +450,7 @@ def main(argv=None) -> int:
         prog=COMMAND, description="Fit the accurate tier's program of an activation function."
     )
     ap.add_argument("function", choices=FUNCTIONS)
+    ap.add_argument("--tier", choices=TIERS, default="accurate", help="which tier's spec")
     ap.add_argument("--out", type=Path, help="write here instead of data/specs/<function>/")
     ap.add_argument("--force", action="store_true", help="overwrite a differing committed spec")
     ap.add_argument("--scan", metavar="D0-D1", help="print a degree scan instead of fitting")
@@ -384,8 +465,9 @@ def main(argv=None) -> int:
         ):
             print(row)
         return 0
-    text = spec.dumps(build_spec(args.function), "accurate")
-    out = args.out if args.out is not None else spec.spec_path(args.function, "accurate")
+    build = build_spec if args.tier == "accurate" else build_paper_spec
+    text = spec.dumps(build(args.function), args.tier)
+    out = args.out if args.out is not None else spec.spec_path(args.function, args.tier)
     try:
         outcome = spec.write_checked(out, text, force=args.force)
     except spec.Differs as e:

@@ -1,7 +1,7 @@
 """The kernels' spec files: their names, reading and writing, the defaults they are fitted
 with, and the polynomial kernels' own specs (built from a fit, measured, stored with hex floats).
 
-Four kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
+Five kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
 here only (``spec_path``, ``load``, ``dumps``):
 
 * ``"poly"``, ``gelu_<exact|tanh>.json``: the polynomial kernels. For one GELU form, three
@@ -13,7 +13,8 @@ here only (``spec_path``, ``load``, ``dumps``):
 * ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
   CUDA path, stored as PolySpec documents (``packed.py``, ``polyspec.py``).
 * ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier
-  (issue 17; sigmoid, tanh and silu), three PolySpec documents per file (``family_programs.py``).
+  (issue 17; sigmoid, tanh and silu), three PolySpec documents per file (``family_programs.py``);
+  ``"paper"``, ``<function>/paper.json``: its paper tier, the source paper's Table 2 programs.
 
 The settings each kind is fitted with are in one table below (``DEFAULTS``,
 ``PACKED_DEFAULTS``, ``CELLS_TAILS_FROM``, ``FAMILY_DEFAULTS``); nothing else writes those numbers.
@@ -333,6 +334,14 @@ SCHEMAS = {
         "python -m turbogelu.approx.family_programs",
         2,
     ),
+    # The family's paper tier: the source paper's Table 2 programs (table2.Row.same).
+    "paper": Schema(
+        "",
+        "{mode}/paper.json",
+        "paper-tier spec",
+        "python -m turbogelu.approx.family_programs --tier paper",
+        2,
+    ),
 }
 
 # The cells' tables: one row per coefficient of the cubic, one column per cell (the kernel's
@@ -423,13 +432,13 @@ def _check_packed(spec: dict) -> None:
     PolySpec.from_dict(spec)  # the PolySpec document's own checks
 
 
-def _check_accurate(spec: dict) -> None:
+def _check_tier(spec: dict, tier: str) -> None:
     from .polyspec import PolySpec  # polyspec imports this module
 
     if spec["schema"] != SCHEMA_VERSION:
         raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
-    if spec["tier"] != "accurate":
-        raise ValueError(f"tier is {spec['tier']!r}, not 'accurate'")
+    if spec["tier"] != tier:
+        raise ValueError(f"tier is {spec['tier']!r}, not {tier!r}")
     for name in PARTS:
         ps = PolySpec.from_dict(spec[name])
         want = spec["function"] + ("" if name == "forward" else "_grad")
@@ -443,7 +452,8 @@ _CHECKS = {
     "poly": _check_poly,
     "cells": _check_cells,
     "packed": _check_packed,
-    "accurate": _check_accurate,
+    "accurate": lambda spec: _check_tier(spec, "accurate"),
+    "paper": lambda spec: _check_tier(spec, "paper"),
 }
 
 

@@ -28,21 +28,28 @@ enum FamilyOp : int {
       kNumFamilyOps
 };
 
-// Each function's program shapes as types (template arguments of the kernels):
-// shapes::<function>::{ff, nf} (forward form, coefficients) and {fd, nd} (derivative).
+// The tiers (data/specs/<function>/<tier>.json): "accurate", the default, and "paper", the
+// source paper's Table 2 programs.
+enum Tier : int { kTier_accurate = 0, kTier_paper = 1, kNumTiers = 2 };
+
+// Each function's program shapes in each tier as types (the kernels' template arguments):
+// shapes::<function>_<tier>::{ff, nf, yf} (forward form, coefficients, variable from x^2)
+// and {fd, nd, yd} (the derivative's).
 namespace shapes {
-#define TG_SHAPE(fn, Ff, Df, Fd, Dd)     \
-  struct fn {                            \
-    static constexpr Form ff = Form::Ff; \
-    static constexpr int nf = Df + 1;    \
-    static constexpr Form fd = Form::Fd; \
-    static constexpr int nd = Dd + 1;    \
+#define TG_SHAPE(fn, tier, Ff, Df, Yf, Fd, Dd, Yd) \
+  struct fn##_##tier {                             \
+    static constexpr Form ff = Form::Ff;           \
+    static constexpr int nf = Df + 1;              \
+    static constexpr bool yf = Yf;                 \
+    static constexpr Form fd = Form::Fd;           \
+    static constexpr int nd = Dd + 1;              \
+    static constexpr bool yd = Yd;                 \
   };
 TG_FAMILY_SHAPES(TG_SHAPE)
 #undef TG_SHAPE
 }  // namespace shapes
 
-// One op's name, kind and programs (the host code's view of TG_FAMILY_OPS).
+// One op's name, kind and programs in one tier (the host code's view of TG_FAMILY_OPS).
 struct FamilyOpInfo {
   const char* name;
   Kind kind;
@@ -52,19 +59,24 @@ struct FamilyOpInfo {
   bool default_direct;
 };
 
-inline const FamilyOpInfo& family_op(FamilyOp op) {
-  static const FamilyOpInfo table[kNumFamilyOps] = {
-#define TG_INFO(op, fn, kind)      \
-  {#op,                            \
-   Kind::kind,                     \
-   &coeffs::fn##_forward,          \
-   &coeffs::fn##_backward_direct,  \
-   &coeffs::fn##_backward_matched, \
-   coeffs::fn##_default_backward_is_direct},
+// Kernel tables hold kNumFamilyOps x kNumTiers entries, in this order.
+constexpr int family_index(FamilyOp op, Tier tier) { return op * kNumTiers + tier; }
+
+inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
+  static const FamilyOpInfo table[kNumFamilyOps * kNumTiers] = {
+#define TG_INFO_TIER(op, fn, kind, tier)    \
+  {#op,                                     \
+   Kind::kind,                              \
+   &coeffs::fn##_##tier##_forward,          \
+   &coeffs::fn##_##tier##_backward_direct,  \
+   &coeffs::fn##_##tier##_backward_matched, \
+   coeffs::fn##_##tier##_default_backward_is_direct},
+#define TG_INFO(op, fn, kind) TG_INFO_TIER(op, fn, kind, accurate) TG_INFO_TIER(op, fn, kind, paper)
       TG_FAMILY_OPS(TG_INFO)
 #undef TG_INFO
+#undef TG_INFO_TIER
   };
-  return table[op];
+  return table[family_index(op, tier)];
 }
 
 }  // namespace turbogelu

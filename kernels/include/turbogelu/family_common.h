@@ -2,9 +2,9 @@
 // kernels/cpu/family_ops.cpp): argument checks, the choice of programs, output layout, out=
 // and in-place handling, for the three kinds of op of family.h. A backend supplies its device
 // check and guard (as for ops_common.h's GeluOps) and three launchers over flat memory:
-//   launch_unary(op, x, out, call)                      Plain / Scaled forward
-//   launch_binary(op, a, b, out, call)                  their backward (a = grad), Gated forward
-//   launch_pair(op, g, a, b, out_a, out_b, call)         Gated backward
+//   launch_unary(op, tier, x, out, call)                Plain / Scaled forward
+//   launch_binary(op, tier, a, b, out, call)            their backward (a = grad), Gated forward
+//   launch_pair(op, tier, g, a, b, out_a, out_b, call)   Gated backward
 // which get tensors of one supported dtype sharing one dense layout.
 #pragma once
 
@@ -17,22 +17,25 @@
 namespace turbogelu {
 namespace ops {
 
-inline const FamilyProgram& family_backward_program(FamilyOp op, c10::string_view backward) {
-  const FamilyOpInfo& info = family_op(op);
+inline Tier family_tier(FamilyOp op, c10::string_view tier) {
+  TORCH_CHECK_VALUE(tier == "accurate" || tier == "paper", "turbogelu.", family_op(op).name,
+                    ": tier must be 'accurate' or 'paper', got '", tier, "'");
+  return tier == "accurate" ? kTier_accurate : kTier_paper;
+}
+
+// The call of op in `tier` with `backward`'s derivative; softcap's cap is checked and rounded
+// here (it must stay positive and finite in float32, and so must 1/cap).
+inline FamilyCall family_call(FamilyOp op, c10::string_view tier_name, c10::string_view backward,
+                              double cap, Tier* tier_out) {
+  const Tier tier = family_tier(op, tier_name);
+  const FamilyOpInfo& info = family_op(op, tier);
   TORCH_CHECK_VALUE(backward == "default" || backward == "direct" || backward == "matched",
                     "turbogelu.", info.name,
                     ": backward must be 'default', 'direct' or 'matched', got '", backward, "'");
   const bool direct = backward == "default" ? info.default_direct : backward == "direct";
-  return direct ? *info.direct : *info.matched;
-}
-
-// The call of op with `backward`'s derivative; softcap's cap is checked and rounded here
-// (it must stay positive and finite in float32, and so must 1/cap).
-inline FamilyCall family_call(FamilyOp op, c10::string_view backward, double cap = 1.0) {
-  const FamilyOpInfo& info = family_op(op);
   FamilyCall c{};
   c.f = *info.forward;
-  c.d = family_backward_program(op, backward);
+  c.d = direct ? *info.direct : *info.matched;
   c.cap = 1.0f;
   c.inv = 1.0f;
   if (info.kind == Kind::Scaled) {
@@ -47,6 +50,7 @@ inline FamilyCall family_call(FamilyOp op, c10::string_view backward, double cap
     c.cap = cap32;
     c.inv = inv32;
   }
+  *tier_out = tier;
   return c;
 }
 
@@ -58,6 +62,7 @@ inline void check_like(const at::Tensor& t, const at::Tensor& x, const char* op,
               " but ", xname, " has shape ", x.sizes(), " (no broadcasting)");
 }
 
+// `tier` and `backward` are the schemas' strings; `cap` is softcap's (1 elsewhere).
 template <class B>
 struct FamilyOps {
   // ------------------------------------------------ Plain and Scaled: f(x), grad f'(x)
@@ -68,30 +73,33 @@ struct FamilyOps {
     check_dtype(x, name);
   }
 
-  static at::Tensor forward(FamilyOp op, const at::Tensor& x, c10::string_view backward,
-                            double cap) {
+  static at::Tensor forward(FamilyOp op, const at::Tensor& x, double cap, c10::string_view backward,
+                            c10::string_view tier) {
     check_x(op, x);
-    const FamilyCall c = family_call(op, backward, cap);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, backward, cap, &t);
     typename B::Guard guard(x);
     at::Tensor out = at::empty_like(x);
-    B::launch_unary(op, in_layout_of(x, out), out, c);
+    B::launch_unary(op, t, in_layout_of(x, out), out, c);
     return out;
   }
 
-  static void forward_out(FamilyOp op, const at::Tensor& x, double cap, const at::Tensor& out) {
+  static void forward_out(FamilyOp op, const at::Tensor& x, double cap, c10::string_view tier,
+                          const at::Tensor& out) {
     const char* name = family_op(op).name;
     check_x(op, x);
     B::check_device(out, x, name, "out");
     TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.", name, ": out has dtype ",
                      out.scalar_type(), " but x has dtype ", x.scalar_type());
-    const FamilyCall c = family_call(op, "default", cap);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, "default", cap, &t);
     check_out_shape(out, x, name);
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, x);
     typename B::Guard guard(x);
     // out may be x itself (the in-place form): each element is read before it is written.
     at::Tensor target = result_buffer(out, x);
-    B::launch_unary(op, in_layout_of(x, target), target, c);
+    B::launch_unary(op, t, in_layout_of(x, target), target, c);
     if (!target.is_same(out)) out.copy_(target);
   }
 
@@ -104,28 +112,31 @@ struct FamilyOps {
   }
 
   static at::Tensor backward(FamilyOp op, const at::Tensor& grad, const at::Tensor& x, double cap,
-                             c10::string_view backward) {
+                             c10::string_view backward, c10::string_view tier) {
     check_backward_args(op, grad, x);
-    const FamilyCall c = family_call(op, backward, cap);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, backward, cap, &t);
     typename B::Guard guard(x);
     at::Tensor out = at::empty_like(x);
-    B::launch_binary(op, in_layout_of(grad, out), in_layout_of(x, out), out, c);
+    B::launch_binary(op, t, in_layout_of(grad, out), in_layout_of(x, out), out, c);
     return out;
   }
 
   static void backward_out(FamilyOp op, const at::Tensor& grad, const at::Tensor& x, double cap,
-                           c10::string_view backward, const at::Tensor& out) {
+                           c10::string_view backward, c10::string_view tier,
+                           const at::Tensor& out) {
     const char* name = family_op(op).name;
     check_backward_args(op, grad, x);
     B::check_device(out, x, name, "out");
     check_like(out, x, name, "out", "x");
-    const FamilyCall c = family_call(op, backward, cap);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, backward, cap, &t);
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, x);
     at::assert_no_partial_overlap(out, grad);
     typename B::Guard guard(x);
     at::Tensor target = result_buffer(out, x);
-    B::launch_binary(op, in_layout_of(grad, target), in_layout_of(x, target), target, c);
+    B::launch_binary(op, t, in_layout_of(grad, target), in_layout_of(x, target), target, c);
     if (!target.is_same(out)) out.copy_(target);
   }
 
@@ -140,28 +151,30 @@ struct FamilyOps {
   }
 
   static at::Tensor gated(FamilyOp op, const at::Tensor& a, const at::Tensor& b,
-                          c10::string_view backward) {
+                          c10::string_view backward, c10::string_view tier) {
     check_gated(op, a, b);
-    const FamilyCall c = family_call(op, backward);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, backward, 1.0, &t);
     typename B::Guard guard(a);
     at::Tensor out = at::empty_like(a);
-    B::launch_binary(op, in_layout_of(a, out), in_layout_of(b, out), out, c);
+    B::launch_binary(op, t, in_layout_of(a, out), in_layout_of(b, out), out, c);
     return out;
   }
 
   static void gated_out(FamilyOp op, const at::Tensor& a, const at::Tensor& b,
-                        const at::Tensor& out) {
+                        c10::string_view tier, const at::Tensor& out) {
     const char* name = family_op(op).name;
     check_gated(op, a, b);
     B::check_device(out, a, name, "out");
     check_like(out, a, name, "out", "a");
-    const FamilyCall c = family_call(op, "default");
+    Tier t;
+    const FamilyCall c = family_call(op, tier, "default", 1.0, &t);
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, a);
     at::assert_no_partial_overlap(out, b);
     typename B::Guard guard(a);
     at::Tensor target = result_buffer(out, a);
-    B::launch_binary(op, in_layout_of(a, target), in_layout_of(b, target), target, c);
+    B::launch_binary(op, t, in_layout_of(a, target), in_layout_of(b, target), target, c);
     if (!target.is_same(out)) out.copy_(target);
   }
 
@@ -175,18 +188,22 @@ struct FamilyOps {
 
   static std::tuple<at::Tensor, at::Tensor> gated_backward(FamilyOp op, const at::Tensor& grad,
                                                            const at::Tensor& a, const at::Tensor& b,
-                                                           c10::string_view backward) {
+                                                           c10::string_view backward,
+                                                           c10::string_view tier) {
     check_gated_backward(op, grad, a, b);
-    const FamilyCall c = family_call(op, backward);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, backward, 1.0, &t);
     typename B::Guard guard(a);
     at::Tensor ga = at::empty_like(a), gb = at::empty_like(a);
-    B::launch_pair(op, in_layout_of(grad, ga), in_layout_of(a, ga), in_layout_of(b, ga), ga, gb, c);
+    B::launch_pair(op, t, in_layout_of(grad, ga), in_layout_of(a, ga), in_layout_of(b, ga), ga, gb,
+                   c);
     return {ga, gb};
   }
 
   static void gated_backward_out(FamilyOp op, const at::Tensor& grad, const at::Tensor& a,
                                  const at::Tensor& b, c10::string_view backward,
-                                 const at::Tensor& grad_a, const at::Tensor& grad_b) {
+                                 c10::string_view tier, const at::Tensor& grad_a,
+                                 const at::Tensor& grad_b) {
     const char* name = family_op(op).name;
     check_gated_backward(op, grad, a, b);
     for (const at::Tensor* o : {&grad_a, &grad_b}) {
@@ -196,7 +213,8 @@ struct FamilyOps {
       for (const at::Tensor* in : {&grad, &a, &b}) at::assert_no_partial_overlap(*o, *in);
     }
     at::assert_no_overlap(grad_a, grad_b);
-    const FamilyCall c = family_call(op, backward);
+    Tier t;
+    const FamilyCall c = family_call(op, tier, backward, 1.0, &t);
     typename B::Guard guard(a);
     // An output may be one of the inputs (full overlap): each block is read before either
     // output of it is written. Both outputs must share one layout with the inputs.
@@ -205,7 +223,8 @@ struct FamilyOps {
       ta = at::empty_like(a);
       tb = at::empty_like(a);
     }
-    B::launch_pair(op, in_layout_of(grad, ta), in_layout_of(a, ta), in_layout_of(b, ta), ta, tb, c);
+    B::launch_pair(op, t, in_layout_of(grad, ta), in_layout_of(a, ta), in_layout_of(b, ta), ta, tb,
+                   c);
     if (!ta.is_same(grad_a)) grad_a.copy_(ta);
     if (!tb.is_same(grad_b)) grad_b.copy_(tb);
   }

@@ -2,13 +2,15 @@
 // softcap and SwiGLU): one program shape for every function and direction, shared by the CPU
 // instruction sets and CUDA like poly_eval.h's GELU.
 //
-//   u = |x|,  z = fma(u, scale, -1) in [-1, 1] on the window |x| <= clamp,  p = P(z) (Horner),
-//   then the function's reconstruction (its symmetry reduction, turbogelu/approx/targets.py):
+//   u = |x|,  v = u (or fl(u*u): "in x^2"),  z = fma(v, scale, -1) in [-1, 1] on the window
+//   |x| <= clamp,  p = P(z) (Horner), then the function's reconstruction (its symmetry
+//   reduction, turbogelu/approx/targets.py):
 //     HalfPlusOdd    fma(x, p, 1/2)          sigmoid = 1/2 + odd; SiLU' and GELU' likewise
 //     Odd            x * p                   tanh
 //     XHalfPlusEven  x * fma(x, p, 1/2)      SiLU = x/2 + x^2 p (x^2 = u^2: the residual is even)
+//     XHalfPlus      fl(x * 1/2) + p         SiLU = x/2 + P(x^2) (the paper tier's form)
 //     Even           p                       sigmoid', tanh'
-//   and beyond the clamp the asymptote: x > 0 ? above : below (XHalfPlusEven: x, or -0.0).
+//   and beyond the clamp the asymptote: x > 0 ? above : below (the x/2 forms: x, or -0.0).
 //
 // Why |x| and not x^2 as GELU's kernels: these functions have poles at +-i pi or +-i pi/2 and
 // must follow the function out to a clamp of 5.6-13; in x^2 the pole sits just left of the
@@ -23,11 +25,11 @@
 
 namespace turbogelu {
 
-enum class Form : int { HalfPlusOdd = 0, Odd = 1, XHalfPlusEven = 2, Even = 3 };
+enum class Form : int { HalfPlusOdd = 0, Odd = 1, XHalfPlusEven = 2, XHalfPlus = 3, Even = 4 };
 
 // One fitted program of the family; the generated family_coeffs.h holds the shipped ones.
 struct FamilyProgram {
-  int degree;   // P has degree + 1 coefficients
+  int degree;   // P has degree + 1 coefficients (a shorter program padded with leading zeros)
   float clamp;  // the polynomial is used on |x| <= clamp
   float scale;  // 2 / clamp, rounded to float32
   float below;  // the result for x < -clamp (XHalfPlusEven: unused, -0.0)
@@ -61,11 +63,28 @@ TG_HD TG_INLINE double tg_abs(double x) {
 #endif
 }
 
-// f(x) by the program k of shape (F, N = degree + 1).
-template <Form F, int N, class V>
+TG_HD TG_INLINE float tg_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+TG_HD TG_INLINE double tg_add(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// f(x) by the program k of shape (F, N = degree + 1, Y: P's variable made from x^2).
+template <Form F, int N, bool Y, class V>
 TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
   const V u = tg_abs(x);
-  const V z = tg_fma(u, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
+  V v = u;
+  if constexpr (Y) v = tg_mul(u, u);
+  const V z = tg_fma(v, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
   const V p = eval_poly<N, Scheme::Horner>(z, k.c);
   V r;
   if constexpr (F == Form::HalfPlusOdd) {
@@ -74,11 +93,13 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
     r = tg_mul(x, p);
   } else if constexpr (F == Form::XHalfPlusEven) {
     r = tg_mul(x, tg_fma(x, p, tg_splat(V{}, 0.5f)));
+  } else if constexpr (F == Form::XHalfPlus) {
+    r = tg_add(tg_mul(x, tg_splat(V{}, 0.5f)), p);
   } else {
     r = p;
   }
   const auto outside = tg_gt(u, tg_splat(V{}, k.clamp));
-  if constexpr (F == Form::XHalfPlusEven) {
+  if constexpr (F == Form::XHalfPlusEven || F == Form::XHalfPlus) {
     return tg_tail_select(outside, x, r);  // max(x, -0.0): x beyond +clamp, -0.0 below -clamp
   } else {
     const V tail =
@@ -92,37 +113,46 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
 // zero): a NaN gradient stays NaN where the derivative is 0.
 //
 // Plain (sigmoid, tanh, silu): f(x); backward grad * f'(x).
-template <Form Ff, int Nf, class V>
-TG_HD TG_INLINE V family_forward(V x, const FamilyCall& c) {
-  return family_eval<Ff, Nf>(x, c.f);
+// S: the function's shapes (family.h's shapes::<function>_<tier>: ff, nf, yf for the
+// forward, fd, nd, yd for the derivative).
+template <class S, class V>
+TG_HD TG_INLINE V forward_of(V x, const FamilyCall& c) {
+  return family_eval<S::ff, S::nf, S::yf>(x, c.f);
 }
-template <Form Fd, int Nd, class V>
+template <class S, class V>
+TG_HD TG_INLINE V derivative_of(V x, const FamilyCall& c) {
+  return family_eval<S::fd, S::nd, S::yd>(x, c.d);
+}
+template <class S, class V>
+TG_HD TG_INLINE V family_forward(V x, const FamilyCall& c) {
+  return forward_of<S>(x, c);
+}
+template <class S, class V>
 TG_HD TG_INLINE V family_backward(V grad, V x, const FamilyCall& c) {
-  return tg_mul(grad, family_eval<Fd, Nd>(x, c.d));
+  return tg_mul(grad, derivative_of<S>(x, c));
 }
 // Scaled (softcap = cap f(x / cap)): q = x * fl(1/cap); cap f(q); backward grad * f'(q).
-template <Form Ff, int Nf, class V>
+template <class S, class V>
 TG_HD TG_INLINE V scaled_forward(V x, const FamilyCall& c) {
   const V q = tg_mul(x, tg_splat(V{}, c.inv));
-  return tg_mul(tg_splat(V{}, c.cap), family_eval<Ff, Nf>(q, c.f));
+  return tg_mul(tg_splat(V{}, c.cap), forward_of<S>(q, c));
 }
-template <Form Fd, int Nd, class V>
+template <class S, class V>
 TG_HD TG_INLINE V scaled_backward(V grad, V x, const FamilyCall& c) {
-  return tg_mul(grad, family_eval<Fd, Nd>(tg_mul(x, tg_splat(V{}, c.inv)), c.d));
+  return tg_mul(grad, derivative_of<S>(tg_mul(x, tg_splat(V{}, c.inv)), c));
 }
 // Gated (swiglu(a, b) = f(a) b): forward f(a) * b; backward (grad b) f'(a) and grad f(a).
-template <Form Ff, int Nf, class V>
+template <class S, class V>
 TG_HD TG_INLINE V gated_forward(V a, V b, const FamilyCall& c) {
-  return tg_mul(family_eval<Ff, Nf>(a, c.f), b);
+  return tg_mul(forward_of<S>(a, c), b);
 }
 template <class V>
 struct Pair {
   V first, second;
 };
-template <Form Ff, int Nf, Form Fd, int Nd, class V>
+template <class S, class V>
 TG_HD TG_INLINE Pair<V> gated_backward(V grad, V a, V b, const FamilyCall& c) {
-  return {tg_mul(tg_mul(grad, b), family_eval<Fd, Nd>(a, c.d)),
-          tg_mul(grad, family_eval<Ff, Nf>(a, c.f))};
+  return {tg_mul(tg_mul(grad, b), derivative_of<S>(a, c)), tg_mul(grad, forward_of<S>(a, c))};
 }
 
 }  // namespace TG_ISA_NAMESPACE
