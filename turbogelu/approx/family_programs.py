@@ -121,6 +121,7 @@ def matched(forward: PolySpec) -> PolySpec:
         degree, factor = forward.degree - 1, 1
     else:
         q = [(f + m * k) * c[k] + m * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
+
     def template(fit_interval: float) -> PolySpec:
         return PolySpec.template(
             forward.target + "_grad",
