@@ -21,46 +21,18 @@ more accurate) or "matched" (the exact derivative of the forward program: gradch
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
+from ._checks import check_cap as _check_cap
+from ._checks import check_family_backward as _check_backward
+from ._checks import check_like as _check_like
 from ._checks import check_out, check_same_device
 
 _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
 FUNCTIONS = (*UNARY, "softcap", "swiglu")
 BACKWARDS = ("default", "direct", "matched")
-
-
-def _check_backward(op: str, backward: str) -> None:
-    if backward not in BACKWARDS:
-        raise ValueError(
-            f"turbogelu.{op}: backward must be 'default', 'direct' or 'matched', got {backward!r}"
-        )
-
-
-def _check_cap(cap) -> None:
-    ok = isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap)
-    c32 = float(torch.tensor(float(cap), dtype=torch.float32)) if ok else 0.0
-    if not (ok and cap > 0 and math.isfinite(c32) and c32 > 0 and math.isfinite(1.0 / c32)):
-        raise ValueError(
-            "turbogelu.softcap: cap must be positive and finite (and so in float32, with its "
-            f"reciprocal), got {cap!r}"
-        )
-
-
-def _check_like(t, x, op: str, what: str, xname: str) -> None:
-    if t.dtype != x.dtype:
-        raise TypeError(
-            f"turbogelu.{op}: {what} has dtype {t.dtype} but {xname} has dtype {x.dtype}"
-        )
-    if t.shape != x.shape:
-        raise RuntimeError(
-            f"turbogelu.{op}: {what} has shape {list(t.shape)} but {xname} has shape "
-            f"{list(x.shape)} (no broadcasting)"
-        )
 
 
 # ---------------------------------------------------------------- fake kernels
