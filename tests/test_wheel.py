@@ -1,8 +1,8 @@
 """The product outside the checkout: a wheel built from this tree, installed into a scratch
 virtual environment that reuses the pinned torch, runs the ops, reads its specs and Metal
-source from package data and registers the MPS kernels (run against a fake
-``compile_shader``, as tests/test_mps.py does) from a directory that is not the checkout,
-with no research harness importable.
+sources (GELU's and the family's) from package data and registers the MPS kernels (run
+against a fake ``compile_shader``, as tests/test_mps.py and test_mps_family.py do) from a
+directory that is not the checkout, with no research harness importable.
 
 The wheel is built with pip from this tree (the extension's objects from `make build` are
 reused: build/ is ninja's, so only what changed is compiled)."""
@@ -32,7 +32,8 @@ import turbogelu
 from turbogelu import mps, ops
 from turbogelu.approx import spec
 
-out = {"file": turbogelu.__file__, "spec_dir": str(spec.SPEC_DIR), "metal": str(mps.SOURCE)}
+out = {"file": turbogelu.__file__, "spec_dir": str(spec.SPEC_DIR), "metal": str(mps.SOURCE),
+       "family_metal": str(mps.FAMILY_SOURCE)}
 x = torch.linspace(-6, 6, 1001)
 with ops.use_cpu_kernel("poly"):
     out["gelu"] = turbogelu.gelu(x).tolist()
@@ -40,11 +41,16 @@ with ops.use_cpu_kernel("poly"):
 out["specs"] = sorted(p.name for p in spec.SPEC_DIR.rglob("*.json"))
 out["exact_range"] = spec.load(spec.spec_path("none"))["range"]
 
-# The MPS kernels against a fake compile_shader whose kernels call the CPU op for their set.
+# The MPS kernels against a fake compile_shader whose kernels call the CPU op for their set
+# (the family's: sigmoid's forward).
 class Kernel:
     def __init__(self, name):
         self.name = name
     def __call__(self, *args, threads):
+        if self.name == "sigmoid_forward_float":
+            x, o, n = args
+            o.copy_(torch.ops.turbogelu.sigmoid(x))
+            return
         *tensors, n, s = args
         mode, part = mps.SETS[s]
         backward = part.removeprefix("backward_")
@@ -66,6 +72,10 @@ with ops.use_cpu_kernel("poly"):
     out["mps_gelu"] = mps.gelu(x).tolist()
 out["metal_compiled"] = sources == [mps.SOURCE.read_text()]
 out["default_backward"] = mps.default_backward()
+out["sigmoid"] = turbogelu.sigmoid(x).tolist()
+out["mps_sigmoid"] = mps.FAMILY_OPS_MPS["sigmoid"](x).tolist()
+out["family_metal_compiled"] = sources[1:] == [mps.FAMILY_SOURCE.read_text()]
+out["family_default_backward"] = mps.family_default_backward()
 try:
     import experiments  # noqa: F401
     out["harness"] = "importable"
@@ -123,7 +133,7 @@ def test_the_wheel_runs_outside_the_checkout(scratch):
     r = _run([str(py), "-c", PROBE], cwd=run_dir, env=env, timeout=300)
     got = json.loads(r.stdout.strip().splitlines()[-1])
     # turbogelu from the installed wheel, its data inside it, not from the checkout
-    for key in ("file", "spec_dir", "metal"):
+    for key in ("file", "spec_dir", "metal", "family_metal"):
         assert not Path(got[key]).is_relative_to(ROOT), (key, got[key])
         assert "site-packages" in got[key], (key, got[key])
     assert got["specs"] == sorted(p.name for p in (ROOT / "data" / "specs").rglob("*.json"))
@@ -135,6 +145,9 @@ def test_the_wheel_runs_outside_the_checkout(scratch):
         assert got["backward"] == turbogelu.gelu_backward_op(torch.ones_like(x), x).tolist()
     assert got["mps_gelu"] == got["gelu"] and got["metal_compiled"] is True
     assert got["default_backward"] == turbogelu.mps.default_backward()
+    assert got["sigmoid"] == turbogelu.sigmoid(x).tolist()
+    assert got["mps_sigmoid"] == got["sigmoid"] and got["family_metal_compiled"] is True
+    assert got["family_default_backward"] == turbogelu.mps.family_default_backward()
     assert got["harness"] == "absent"  # the research harness stays in the checkout
     # the product's CLI works there too, its default spec from the package's data
     r = _run([str(py), "-m", "turbogelu", "report"], cwd=run_dir, env=env, timeout=600)

@@ -1,7 +1,12 @@
-"""Argument checks shared by the fake kernels (ops.py) and the MPS kernels (mps.py), with the
-messages of the C++ kernels (kernels/include/turbogelu/ops_common.h)."""
+"""Argument checks shared by the fake kernels (ops.py, family.py) and the MPS kernels (mps.py),
+with the messages of the C++ kernels (kernels/include/turbogelu/ops_common.h,
+family_common.h)."""
 
 from __future__ import annotations
+
+import math
+
+import torch
 
 from ._spec_names import BACKWARDS, MODES
 
@@ -58,3 +63,43 @@ def check_same_device(op: str, x, **others) -> None:
                 f"turbogelu.{op}: {what} is on {t.device} but x is on {x.device} (every "
                 "tensor of one call must be on one device)"
             )
+
+
+# ---------------------------------------------------------------- the activation family
+
+
+def check_family_backward(op: str, backward: str) -> None:
+    if backward not in BACKWARD:
+        raise ValueError(
+            f"turbogelu.{op}: backward must be 'default', 'direct' or 'matched', got {backward!r}"
+        )
+
+
+def check_tier(op: str, tier: str) -> None:
+    """The family's tiers: "accurate" (the default) or "paper" (family_common.h's family_tier)."""
+    if tier not in ("accurate", "paper"):
+        raise ValueError(f"turbogelu.{op}: tier must be 'accurate' or 'paper', got {tier!r}")
+
+
+def check_cap(cap) -> tuple[float, float]:
+    """softcap's (cap, 1/cap) as the kernels use them, both rounded to float32 as
+    family_common.h's family_call does (1/cap is the float32 quotient: rounding the float64
+    quotient of float32 values is the same); ValueError unless both are positive and finite."""
+    ok = isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap)
+    c32 = inv32 = 0.0
+    if ok:
+        c32 = float(torch.tensor(float(cap), dtype=torch.float32))
+        if math.isfinite(c32) and c32 > 0:
+            inv32 = float(torch.tensor(1.0 / c32, dtype=torch.float32))
+    if not (ok and cap > 0 and math.isfinite(c32) and c32 > 0 and math.isfinite(inv32)):
+        raise ValueError(
+            "turbogelu.softcap: cap must be positive and finite (and so in float32, with its "
+            f"reciprocal), got {cap!r}"
+        )
+    return c32, inv32
+
+
+def check_family_like(t, x, op: str, what: str, xname: str) -> None:
+    """A family op's second tensor (grad, b, out) must have x's (or a's) dtype and shape:
+    family_common.h's check_like, which never broadcasts."""
+    check_like(t, x, op, what, xname, " (no broadcasting)")

@@ -17,3 +17,19 @@ PARTS = ("forward", "backward_direct", "backward_matched")
 # The Metal kernels' coefficient-set index (their ``set`` argument): codegen writes the tables
 # in this order and mps.py passes the index.
 METAL_SETS = tuple((mode, part) for mode in MODES for part in PARTS)
+
+# The activation family (kernels/include/turbogelu/family.h): the functions with fitted
+# programs (data/specs/<function>/accurate.json; turbogelu.approx.family_programs.FUNCTIONS)
+# and the ops, X(op, function whose programs it runs, kind) as TG_FAMILY_OPS lists them
+# (tests/test_mps_family.py checks the two lists agree).
+FAMILY_FUNCTIONS = ("sigmoid", "tanh", "silu")
+FAMILY_OPS = (
+    ("sigmoid", "sigmoid", "Plain"),
+    ("tanh", "tanh", "Plain"),
+    ("silu", "silu", "Plain"),
+    ("softcap", "tanh", "Scaled"),
+    ("swiglu", "silu", "Gated"),
+)
+# The family's Metal programs, in the order of their index (kernels/mps/family_kernels.metal's
+# tables; mps.py passes the derivative's index to the backward kernels).
+FAMILY_METAL_PROGRAMS = tuple((fn, part) for fn in FAMILY_FUNCTIONS for part in PARTS)

@@ -299,7 +299,8 @@ def main(argv=None) -> int:
 
     c = sub.add_parser(
         "codegen",
-        help="generate kernels/include/turbogelu/gelu_coeffs.h and kernels/mps/gelu_kernels.metal",
+        help="generate the kernels' coefficients from the specs: kernels/include/turbogelu/"
+        "{gelu,family}_coeffs.h and kernels/mps/{gelu,family}_kernels.metal",
     )
     c.add_argument("--spec-dir", type=Path, default=None)
     c.add_argument("--out", default=None, help="write (or check) only the C++ header, here")

@@ -24,12 +24,14 @@ programs, data/specs/<function>/paper.json: fewer operations, errors of a few 1e
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
-from ._checks import check_like, check_out, check_same_device
+from ._checks import check_cap as _check_cap
+from ._checks import check_family_backward as _check_backward
+from ._checks import check_family_like as _check_like
+from ._checks import check_out, check_same_device
+from ._checks import check_tier as _check_tier
 
 _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
@@ -38,32 +40,6 @@ BACKWARDS = ("default", "direct", "matched")
 # "accurate" (the default: the tier's bounds, data/specs/<function>/accurate.json) or "paper"
 # (the source paper's Table 2 programs, with their own measured errors; paper.json).
 TIERS = ("accurate", "paper")
-
-
-def _check_backward(op: str, backward: str) -> None:
-    if backward not in BACKWARDS:
-        raise ValueError(
-            f"turbogelu.{op}: backward must be 'default', 'direct' or 'matched', got {backward!r}"
-        )
-
-
-def _check_tier(op: str, tier: str) -> None:
-    if tier not in TIERS:
-        raise ValueError(f"turbogelu.{op}: tier must be 'accurate' or 'paper', got {tier!r}")
-
-
-def _check_cap(cap) -> None:
-    ok = isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap)
-    c32 = float(torch.tensor(float(cap), dtype=torch.float32)) if ok else 0.0
-    if not (ok and cap > 0 and math.isfinite(c32) and c32 > 0 and math.isfinite(1.0 / c32)):
-        raise ValueError(
-            "turbogelu.softcap: cap must be positive and finite (and so in float32, with its "
-            f"reciprocal), got {cap!r}"
-        )
-
-
-def _check_like(t, x, op: str, what: str, xname: str) -> None:
-    check_like(t, x, op, what, xname, " (no broadcasting)")
 
 
 # ---------------------------------------------------------------- fake kernels

@@ -7,10 +7,12 @@
   program shapes the kernels instantiate;
 * ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as poly_eval.h written
   out in Metal, every coefficient an *exact* decimal literal (the float32 value's full decimal
-  expansion, so any compiler reads the same bits; its hex form stands beside it).
+  expansion, so any compiler reads the same bits; its hex form stands beside it);
+* ``kernels/mps/family_kernels.metal``: the family's programs likewise, evaluated as
+  family_eval.h does, with one kernel pair per kind of op (family.h's Plain, Scaled, Gated).
 
 So the bits the kernels use are the bits the spec's errors were measured for; a test
-regenerates both files and compares (``python -m turbogelu codegen --check``).
+regenerates every file and compares (``python -m turbogelu codegen --check``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 from decimal import Decimal
 from pathlib import Path
 
+from .. import _spec_names
 from . import spec as specmod
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -216,6 +219,7 @@ def render_metal(specs: dict[str, dict]) -> str:
     sets = ", ".join(f"{i} = {m} {p}" for i, (m, p) in enumerate(METAL_SETS))
     defaults = ", ".join(f"{m}={specs[m]['default_backward']}" for m in MODES)
     head = _METAL_HEAD.replace("@SETS@", sets).replace("@DEFAULTS@", defaults)
+    head += _METAL_PRELUDE
     tables = [
         f"#define TG_N {n}  // coefficients per set (the highest degree + 1)",
         f"#define TG_SETS {len(METAL_SETS)}",
@@ -251,6 +255,10 @@ _METAL_HEAD = """\
 // default_backward: @DEFAULTS@
 // float16 and bfloat16 are computed in float32 and rounded to nearest even; there is no
 // float64 on Apple GPUs.
+"""
+
+# Shared by both Metal files: the standard library and the floating-point pragmas.
+_METAL_PRELUDE = """\
 #include <metal_stdlib>
 using namespace metal;
 
@@ -263,7 +271,7 @@ using namespace metal;
 
 """
 
-_METAL_BODY = """
+_METAL_GELU_MATH = """
 // 1/2 + x P(z), and y = x*x (poly_eval.h's gelu_bracket).
 inline float tg_inner(float x, long s, thread float& y) {
   y = x * x;
@@ -288,7 +296,10 @@ inline float tg_backward(float g, float x, long s) {
   // Always multiply: a NaN gradient stays NaN in the clamped tails.
   return g * (y > r * r ? step : inner);
 }
+"""
 
+# Shared by both Metal files: loads to float and rounding stores, per storage type.
+_METAL_TYPES = """
 // bfloat16: Metal's bfloat (MSL 3.1+), else its bits in a ushort, rounded to nearest even as
 // kernels/cpu/convert.h does.
 #if __METAL_VERSION__ >= 310
@@ -307,7 +318,9 @@ inline float tg_load(float v) { return v; }
 inline float tg_store(float v, float) { return v; }
 inline float tg_load(half v) { return float(v); }
 inline half tg_store(float v, half) { return half(v); }
+"""
 
+_METAL_GELU_KERNELS = """
 // One element per thread; the grid has n threads (or more: hence the guard).
 #define TG_KERNELS(T, NAME)                                                            \\
   kernel void gelu_forward_##NAME(device const T* x [[buffer(0)]],                     \\
@@ -330,6 +343,7 @@ TG_KERNELS(float, float)
 TG_KERNELS(half, half)
 TG_KERNELS(tg_bf16, bfloat)
 """
+_METAL_BODY = _METAL_GELU_MATH + _METAL_TYPES + _METAL_GELU_KERNELS
 
 
 def generate_metal(spec_dir: Path | None = None) -> str:
@@ -338,11 +352,12 @@ def generate_metal(spec_dir: Path | None = None) -> str:
 
 def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     """Every generated file and its text."""
-    specs = load_specs(spec_dir)
+    specs, family = load_specs(spec_dir), load_family(spec_dir)
     return {
         HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
-        FAMILY_HEADER: render_family(load_family(spec_dir)),
+        FAMILY_HEADER: render_family(family),
         METAL: render_metal(specs),
+        FAMILY_METAL: render_family_metal(family),
     }
 
 
@@ -454,3 +469,278 @@ def render_family(docs: dict[tuple[str, str], dict]) -> str:
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the family in Metal
+
+FAMILY_METAL = KERNELS / "mps" / "family_kernels.metal"
+# The family's programs in the order of their index in the Metal tables (the backward kernels'
+# argument d; turbogelu/mps.py passes it).
+FAMILY_METAL_PROGRAMS = _spec_names.FAMILY_METAL_PROGRAMS
+# The ops, X(op, function, kind), as family.h's TG_FAMILY_OPS.
+FAMILY_OPS = _spec_names.FAMILY_OPS
+# family_eval.h's Form as the Metal source names it.
+_METAL_FORMS = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
+                "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "Even": "TG_EVEN"}  # fmt: skip
+
+
+def _metal_form(ps) -> str:
+    """family_form's Form for the Metal source, which has no variable in x^2 (the paper
+    tier's SiLU) yet."""
+    form, in_y = family_form(ps)
+    if in_y or form not in _METAL_FORMS:
+        raise ValueError(f"the Metal source has no kernel for {ps.describe()}")
+    return form
+
+
+def family_shapes(docs: dict[str, dict]) -> dict[str, tuple[str, int, str, int]]:
+    """{function: (forward Form, forward degree, derivative Form, derivative degree)}, the
+    direct and matched derivative of one shape (as family_coeffs.h's TG_FAMILY_SHAPES)."""
+    from .polyspec import PolySpec
+
+    shapes = {}
+    for fn, doc in docs.items():
+        fwd, direct, matched = (PolySpec.from_dict(doc[name]) for name in specmod.PARTS)
+        back = {_metal_form(direct), _metal_form(matched)}
+        if len(back) != 1 or direct.degree != matched.degree:
+            raise ValueError(f"{fn}: the direct and matched backward differ in shape")
+        shapes[fn] = (_metal_form(fwd), fwd.degree, back.pop(), direct.degree)
+    return shapes
+
+
+def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
+    """The Metal source from ``load_family``'s specs: the accurate tier only so far
+    (turbogelu/mps.py refuses the paper tier)."""
+    from .polyspec import PolySpec
+
+    docs = {fn: doc for (fn, tier), doc in family.items() if tier == "accurate"}
+    if tuple(docs) != _spec_names.FAMILY_FUNCTIONS:
+        raise ValueError(f"family specs for {tuple(docs)}, expected {_spec_names.FAMILY_FUNCTIONS}")
+    shapes = family_shapes(docs)
+    programs = [PolySpec.from_dict(docs[fn][part]) for fn, part in FAMILY_METAL_PROGRAMS]
+    n = 1 + max(ps.degree for ps in programs)
+    clamps, scales, below, above, rows = [], [], [], [], []
+    for i, ((fn, part), ps) in enumerate(zip(FAMILY_METAL_PROGRAMS, programs, strict=True)):
+        lo, hi = _ASYMPTOTES[ps.tgt.asymptote_kind]
+        clamp, scale = specmod.f32_hex(ps.clamp), specmod.f32_hex(ps.scale)
+        clamps.append(f"    {_metal_lit(clamp)},  // {i}: {fn} {part}: {clamp}")
+        scales.append(f"    {_metal_lit(scale)},  // {i}: {scale}")
+        below.append(f"    {lo},  // {i}")
+        above.append(f"    {hi},  // {i}")
+        form = _metal_form(ps)
+        rows.append(f"    {{  // {i}: {fn} {part}: {form}, degree {ps.degree}")
+        coeffs = [specmod.f32_hex(c) for c in ps.coefficients]
+        rows += [f"        {_metal_lit(c)},  // c[{k}] = {c}" for k, c in enumerate(coeffs)]
+        # Beyond degree + 1 the row is padding that no kernel reads (N is the program's own).
+        rows += ["        0.0f,"] * (n - len(coeffs))
+        rows.append("    },")
+    names = ", ".join(f"{i} = {fn} {part}" for i, (fn, part) in enumerate(FAMILY_METAL_PROGRAMS))
+    defaults = ", ".join(f"{fn}={doc['default_backward']}" for fn, doc in docs.items())
+    head = _FAMILY_METAL_HEAD.replace("@PROGRAMS@", names).replace("@DEFAULTS@", defaults)
+    ops = []
+    for op, fn, kind in FAMILY_OPS:
+        ff, df, fd, dd = shapes[fn]
+        pf = FAMILY_METAL_PROGRAMS.index((fn, "forward"))
+        ops.append(
+            f"  X({op}, {kind.upper()}, {pf}, {_METAL_FORMS[ff]}, {df + 1}, {_METAL_FORMS[fd]}, "
+            f"{dd + 1})"
+        )
+    tables = [
+        f"#define TG_FAMILY_N {n}  // coefficients per row (the highest degree + 1)",
+        f"#define TG_FAMILY_PROGRAMS {len(programs)}",
+        "",
+        "constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {",
+        *clamps,
+        "};",
+        "constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {",
+        *scales,
+        "};",
+        "// The asymptotes: the result for x < -clamp and for x > clamp (XHalfPlusEven: unused,",
+        "// -0.0 and x itself).",
+        "constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {",
+        *below,
+        "};",
+        "constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {",
+        *above,
+        "};",
+        "constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {",
+        *rows,
+        "};",
+        "",
+        "// The ops (family.h's TG_FAMILY_OPS): X(op, kind, forward program, forward form,",
+        "// forward coefficients, derivative form, derivative coefficients).",
+        "#define TG_FAMILY_OPS(X) \\",
+        " \\\n".join(ops),
+    ]
+    return head + _METAL_PRELUDE + "\n".join(tables) + "\n" + _FAMILY_METAL_BODY
+
+
+_FAMILY_METAL_HEAD = """\
+// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
+// data/specs/<function>/accurate.json (turbogelu/approx/codegen.py).
+//
+// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu): the
+// evaluation of family_eval.h with the programs of family_coeffs.h, compiled at first use by
+// torch.mps.compile_shader (turbogelu/mps.py). Each coefficient, clamp and scale is the exact
+// decimal expansion of its float32 value (hex beside it), so every compiler reads the same bits.
+//
+//   u = |x|, z = fma(u, scale, -1), p = P(z) by Horner with fma, then the program's form:
+//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2), Even p;
+//   for u > clamp the asymptote, x > 0 ? above : below (XHalfPlusEven: x, or -0.0 below);
+//   NaN compares false and stays in the polynomial. The three kinds of op:
+//     Plain   f(x);                   backward grad * f'(x)
+//     Scaled  cap * f(x * inv);       backward grad * f'(x * inv)    (inv = 1/cap in float32)
+//     Gated   f(a) * b;               backward ((grad * b) * f'(a), grad * f(a))
+//
+// Programs (the tables' index; the backward kernels' argument d): @PROGRAMS@.
+// The default backward (read by turbogelu/mps.py), per function:
+// default_backward: @DEFAULTS@
+// float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
+// float64 on Apple GPUs.
+"""
+
+_FAMILY_METAL_MATH = """
+// family_eval.h's Form of a program.
+enum tg_form { TG_HALF_PLUS_ODD = 0, TG_ODD = 1, TG_X_HALF_PLUS_EVEN = 2, TG_EVEN = 3 };
+
+// f(x) by program p, of form F with N coefficients (family_eval.h's family_eval).
+template <int F, int N>
+inline float tg_family_eval(float x, int p) {
+  const float u = fabs(x);
+  const float z = fma(u, TG_FAMILY_SCALE[p], -1.0f);
+  float q = TG_FAMILY_COEFFS[p][N - 1];
+  for (int k = N - 2; k >= 0; --k) q = fma(q, z, TG_FAMILY_COEFFS[p][k]);
+  float r;
+  if (F == TG_HALF_PLUS_ODD) {
+    r = fma(x, q, 0.5f);
+  } else if (F == TG_ODD) {
+    r = x * q;
+  } else if (F == TG_X_HALF_PLUS_EVEN) {
+    r = x * fma(x, q, 0.5f);
+  } else {
+    r = q;
+  }
+  const bool outside = u > TG_FAMILY_CLAMP[p];
+  if (F == TG_X_HALF_PLUS_EVEN) return outside ? (x > 0.0f ? x : -0.0f) : r;
+  return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
+}
+
+// The element functions of the three kinds (family_eval.h's), over float: f is the forward
+// program pf, f' the derivative program d. Always multiply by the gradient: a NaN gradient
+// stays NaN where the derivative is 0.
+template <int FF, int NF>
+inline float tg_plain_forward(float x, int pf) {
+  return tg_family_eval<FF, NF>(x, pf);
+}
+template <int FD, int ND>
+inline float tg_plain_backward(float g, float x, int d) {
+  return g * tg_family_eval<FD, ND>(x, d);
+}
+template <int FF, int NF>
+inline float tg_scaled_forward(float x, int pf, float inv, float cap) {
+  return cap * tg_family_eval<FF, NF>(x * inv, pf);
+}
+template <int FD, int ND>
+inline float tg_scaled_backward(float g, float x, int d, float inv) {
+  return g * tg_family_eval<FD, ND>(x * inv, d);
+}
+template <int FF, int NF>
+inline float tg_gated_forward(float a, float b, int pf) {
+  return tg_family_eval<FF, NF>(a, pf) * b;
+}
+struct tg_pair {
+  float first, second;
+};
+template <int FF, int NF, int FD, int ND>
+inline tg_pair tg_gated_backward(float g, float a, float b, int pf, int d) {
+  tg_pair r;
+  r.first = (g * b) * tg_family_eval<FD, ND>(a, d);
+  r.second = g * tg_family_eval<FF, NF>(a, pf);
+  return r;
+}
+"""
+
+_FAMILY_METAL_KERNELS = """
+// One kernel pair per op kind and storage type; one element per thread, the grid has n
+// threads (or more: hence the guard). Storage is widened to float and rounded once.
+#define TG_PLAIN_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \\
+  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \\
+                                  device T* out [[buffer(1)]],                           \\
+                                  constant long& n [[buffer(2)]],                        \\
+                                  uint i [[thread_position_in_grid]]) {                  \\
+    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF>(tg_load(x[i]), PF), T());      \\
+  }                                                                                      \\
+  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \\
+                                   device const T* x [[buffer(1)]],                      \\
+                                   device T* out [[buffer(2)]],                          \\
+                                   constant long& n [[buffer(3)]],                       \\
+                                   constant long& d [[buffer(4)]],                       \\
+                                   uint i [[thread_position_in_grid]]) {                 \\
+    if (i < n)                                                                           \\
+      out[i] = tg_store(tg_plain_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d)), \\
+                        T());                                                            \\
+  }
+
+#define TG_SCALED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \\
+  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \\
+                                  device T* out [[buffer(1)]],                           \\
+                                  constant long& n [[buffer(2)]],                        \\
+                                  constant float& inv [[buffer(3)]],                     \\
+                                  constant float& cap [[buffer(4)]],                     \\
+                                  uint i [[thread_position_in_grid]]) {                  \\
+    if (i < n)                                                                           \\
+      out[i] = tg_store(tg_scaled_forward<FF, NF>(tg_load(x[i]), PF, inv, cap), T());    \\
+  }                                                                                      \\
+  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \\
+                                   device const T* x [[buffer(1)]],                      \\
+                                   device T* out [[buffer(2)]],                          \\
+                                   constant long& n [[buffer(3)]],                       \\
+                                   constant long& d [[buffer(4)]],                       \\
+                                   constant float& inv [[buffer(5)]],                    \\
+                                   uint i [[thread_position_in_grid]]) {                 \\
+    if (i < n)                                                                           \\
+      out[i] = tg_store(                                                                 \\
+          tg_scaled_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d), inv), T());   \\
+  }
+
+#define TG_GATED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                 \\
+  kernel void OP##_forward_##NAME(device const T* a [[buffer(0)]],                       \\
+                                  device const T* b [[buffer(1)]],                       \\
+                                  device T* out [[buffer(2)]],                           \\
+                                  constant long& n [[buffer(3)]],                        \\
+                                  uint i [[thread_position_in_grid]]) {                  \\
+    if (i < n)                                                                           \\
+      out[i] = tg_store(tg_gated_forward<FF, NF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \\
+  }                                                                                      \\
+  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \\
+                                   device const T* a [[buffer(1)]],                      \\
+                                   device const T* b [[buffer(2)]],                      \\
+                                   device T* out_a [[buffer(3)]],                        \\
+                                   device T* out_b [[buffer(4)]],                        \\
+                                   constant long& n [[buffer(5)]],                       \\
+                                   constant long& d [[buffer(6)]],                       \\
+                                   uint i [[thread_position_in_grid]]) {                 \\
+    if (i < n) {                                                                         \\
+      /* every input is read before either output is written: out_a or out_b may be */   \\
+      /* one of the inputs */                                                            \\
+      const tg_pair r = tg_gated_backward<FF, NF, FD, ND>(tg_load(g[i]), tg_load(a[i]),  \\
+                                                          tg_load(b[i]), PF, int(d));    \\
+      out_a[i] = tg_store(r.first, T());                                                 \\
+      out_b[i] = tg_store(r.second, T());                                                \\
+    }                                                                                    \\
+  }
+
+// Every op for every storage type: <op>_forward_<type>, <op>_backward_<type>.
+#define TG_FAMILY_KERNELS(OP, KIND, PF, FF, NF, FD, ND)     \\
+  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, float, float) \\
+  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, half, half)   \\
+  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, tg_bf16, bfloat)
+
+TG_FAMILY_OPS(TG_FAMILY_KERNELS)
+"""
+
+_FAMILY_METAL_BODY = _FAMILY_METAL_MATH + _METAL_TYPES + _FAMILY_METAL_KERNELS
+
+
+def generate_family_metal(spec_dir: Path | None = None) -> str:
+    return render_family_metal(load_family(spec_dir))

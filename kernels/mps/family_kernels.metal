@@ -1,0 +1,390 @@
+// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
+// data/specs/<function>/accurate.json (turbogelu/approx/codegen.py).
+//
+// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu): the
+// evaluation of family_eval.h with the programs of family_coeffs.h, compiled at first use by
+// torch.mps.compile_shader (turbogelu/mps.py). Each coefficient, clamp and scale is the exact
+// decimal expansion of its float32 value (hex beside it), so every compiler reads the same bits.
+//
+//   u = |x|, z = fma(u, scale, -1), p = P(z) by Horner with fma, then the program's form:
+//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2), Even p;
+//   for u > clamp the asymptote, x > 0 ? above : below (XHalfPlusEven: x, or -0.0 below);
+//   NaN compares false and stays in the polynomial. The three kinds of op:
+//     Plain   f(x);                   backward grad * f'(x)
+//     Scaled  cap * f(x * inv);       backward grad * f'(x * inv)    (inv = 1/cap in float32)
+//     Gated   f(a) * b;               backward ((grad * b) * f'(a), grad * f(a))
+//
+// Programs (the tables' index; the backward kernels' argument d): 0 = sigmoid forward, 1 = sigmoid backward_direct, 2 = sigmoid backward_matched, 3 = tanh forward, 4 = tanh backward_direct, 5 = tanh backward_matched, 6 = silu forward, 7 = silu backward_direct, 8 = silu backward_matched.
+// The default backward (read by turbogelu/mps.py), per function:
+// default_backward: sigmoid=direct, tanh=direct, silu=direct
+// float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
+// float64 on Apple GPUs.
+#include <metal_stdlib>
+using namespace metal;
+
+// Fuse exactly where fma() is written, and keep IEEE semantics for NaN, inf and -0.0
+// (the default fast math may assume there is no NaN).
+#if __METAL_VERSION__ >= 320
+#pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
+#endif
+
+#define TG_FAMILY_N 14  // coefficients per row (the highest degree + 1)
+#define TG_FAMILY_PROGRAMS 9
+
+constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
+    10.44999980926513671875f,  // 0: sigmoid forward: 0x1.4e6666p+3
+    10.44999980926513671875f,  // 1: sigmoid backward_direct: 0x1.4e6666p+3
+    10.44999980926513671875f,  // 2: sigmoid backward_matched: 0x1.4e6666p+3
+    5.599999904632568359375f,  // 3: tanh forward: 0x1.666666p+2
+    5.599999904632568359375f,  // 4: tanh backward_direct: 0x1.666666p+2
+    5.599999904632568359375f,  // 5: tanh backward_matched: 0x1.666666p+2
+    13.0f,  // 6: silu forward: 0x1.ap+3
+    13.0f,  // 7: silu backward_direct: 0x1.ap+3
+    13.0f,  // 8: silu backward_matched: 0x1.ap+3
+};
+constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
+    0.1913875639438629150390625f,  // 0: 0x1.87f634p-3
+    0.1913875639438629150390625f,  // 1: 0x1.87f634p-3
+    0.1913875639438629150390625f,  // 2: 0x1.87f634p-3
+    0.357142865657806396484375f,  // 3: 0x1.6db6dcp-2
+    0.357142865657806396484375f,  // 4: 0x1.6db6dcp-2
+    0.357142865657806396484375f,  // 5: 0x1.6db6dcp-2
+    0.15384615957736968994140625f,  // 6: 0x1.3b13b2p-3
+    0.15384615957736968994140625f,  // 7: 0x1.3b13b2p-3
+    0.15384615957736968994140625f,  // 8: 0x1.3b13b2p-3
+};
+// The asymptotes: the result for x < -clamp and for x > clamp (XHalfPlusEven: unused,
+// -0.0 and x itself).
+constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
+    0.0f,  // 0
+    0.0f,  // 1
+    0.0f,  // 2
+    -1.0f,  // 3
+    0.0f,  // 4
+    0.0f,  // 5
+    -0.0f,  // 6
+    0.0f,  // 7
+    0.0f,  // 8
+};
+constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
+    1.0f,  // 0
+    0.0f,  // 1
+    0.0f,  // 2
+    1.0f,  // 3
+    0.0f,  // 4
+    0.0f,  // 5
+    0.0f,  // 6
+    1.0f,  // 7
+    1.0f,  // 8
+};
+constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
+    {  // 0: sigmoid forward: HalfPlusOdd, degree 11
+        0.0946691334247589111328125f,  // c[0] = 0x1.83c3c8p-4
+        -0.08937503397464752197265625f,  // c[1] = -0x1.6e1484p-4
+        0.075655989348888397216796875f,  // c[2] = 0x1.35e30ep-4
+        -0.0513643510639667510986328125f,  // c[3] = -0x1.a4c6dap-5
+        0.02145508863031864166259765625f,  // c[4] = 0x1.5f852ap-6
+        -0.0006976322620175778865814208984375f,  // c[5] = -0x1.6dc29ep-11
+        -0.0147968865931034088134765625f,  // c[6] = -0x1.e4dd48p-7
+        0.0484355278313159942626953125f,  // c[7] = 0x1.8cc8aap-5
+        -0.060571826994419097900390625f,  // c[8] = -0x1.f03454p-5
+        0.008120047859847545623779296875f,  // c[9] = 0x1.0a13e6p-7
+        0.032477103173732757568359375f,  // c[10] = 0x1.0a0d6cp-5
+        -0.016164161264896392822265625f,  // c[11] = -0x1.08d568p-6
+        0.0f,
+        0.0f,
+    },
+    {  // 1: sigmoid backward_direct: Even, degree 11
+        0.005280491895973682403564453125f,  // c[0] = 0x1.5a0ff4p-8
+        -0.02752165496349334716796875f,  // c[1] = -0x1.c2ea3p-6
+        0.07374154031276702880859375f,  // c[2] = 0x1.2e0b9cp-4
+        -0.117463432252407073974609375f,  // c[3] = -0x1.e12156p-4
+        0.09534896910190582275390625f,  // c[4] = 0x1.868ca4p-4
+        -0.10764501988887786865234375f,  // c[5] = -0x1.b8e9fcp-4
+        0.2632298171520233154296875f,  // c[6] = 0x1.0d8c1ep-2
+        -0.0580355934798717498779296875f,  // c[7] = -0x1.db6d76p-5
+        -0.50843155384063720703125f,  // c[8] = -0x1.045124p-1
+        0.3614778220653533935546875f,  // c[9] = 0x1.72273ep-2
+        0.1958160102367401123046875f,  // c[10] = 0x1.9107fcp-3
+        -0.175811290740966796875f,  // c[11] = -0x1.680fcp-3
+        0.0f,
+        0.0f,
+    },
+    {  // 2: sigmoid backward_matched: Even, degree 11
+        0.00529409945011138916015625f,  // c[0] = 0x1.5af44p-8
+        -0.02743808925151824951171875f,  // c[1] = -0x1.c18bbp-6
+        0.07287491858005523681640625f,  // c[2] = 0x1.2a7ee4p-4
+        -0.119637049734592437744140625f,  // c[3] = -0x1.ea088ap-4
+        0.103787280619144439697265625f,  // c[4] = 0x1.a91cdap-4
+        -0.092967115342617034912109375f,  // c[5] = -0x1.7ccb16p-4
+        0.23547048866748809814453125f,  // c[6] = 0x1.e23e5ap-3
+        -0.0970903933048248291015625f,  // c[7] = -0x1.8daea8p-4
+        -0.4720660150051116943359375f,  // c[8] = -0x1.e36546p-2
+        0.4059714972972869873046875f,  // c[9] = 0x1.9fb6fep-2
+        0.17944236099720001220703125f,  // c[10] = 0x1.6f7f7ap-3
+        -0.1939699351787567138671875f,  // c[11] = -0x1.8d401cp-3
+        0.0f,
+        0.0f,
+    },
+    {  // 3: tanh forward: Odd, degree 12
+        0.3545068204402923583984375f,  // c[0] = 0x1.6b03d6p-2
+        -0.3398859500885009765625f,  // c[1] = -0x1.5c0b1p-2
+        0.299504458904266357421875f,  // c[2] = 0x1.32b14cp-2
+        -0.22256042063236236572265625f,  // c[3] = -0x1.c7cdc2p-3
+        0.1136438846588134765625f,  // c[4] = 0x1.d17c4p-4
+        -0.02212627045810222625732421875f,  // c[5] = -0x1.6a844ep-6
+        -0.02148705907166004180908203125f,  // c[6] = -0x1.600b42p-6
+        0.12310074269771575927734375f,  // c[7] = 0x1.f8387cp-4
+        -0.265028774738311767578125f,  // c[8] = -0x1.0f63b4p-2
+        0.1776203215122222900390625f,  // c[9] = 0x1.6bc434p-3
+        0.069222159683704376220703125f,  // c[10] = 0x1.1b88b2p-4
+        -0.12694023549556732177734375f,  // c[11] = -0x1.03f93ep-3
+        0.03899370133876800537109375f,  // c[12] = 0x1.3f6fb8p-5
+        0.0f,
+    },
+    {  // 4: tanh backward_direct: Even, degree 12
+        0.014552216045558452606201171875f,  // c[0] = 0x1.dcd8d6p-7
+        -0.080544210970401763916015625f,  // c[1] = -0x1.49e8bap-4
+        0.2358348369598388671875f,  // c[2] = 0x1.e2fd6p-3
+        -0.438930928707122802734375f,  // c[3] = -0x1.c1771cp-2
+        0.399988591670989990234375f,  // c[4] = 0x1.99969cp-2
+        -0.249939441680908203125f,  // c[5] = -0x1.ffe04p-3
+        0.949301779270172119140625f,  // c[6] = 0x1.e60ae2p-1
+        -1.1468737125396728515625f,  // c[7] = -0x1.259984p+0
+        -1.224374294281005859375f,  // c[8] = -0x1.397098p+0
+        2.4642322063446044921875f,  // c[9] = 0x1.3b6bf6p+1
+        -0.2689568698406219482421875f,  // c[10] = -0x1.13696ep-2
+        -1.0480730533599853515625f,  // c[11] = -0x1.0c4e84p+0
+        0.3936810195446014404296875f,  // c[12] = 0x1.93211ep-2
+        0.0f,
+    },
+    {  // 5: tanh backward_matched: Even, degree 12
+        0.0146208703517913818359375f,  // c[0] = 0x1.df18cp-7
+        -0.08076298236846923828125f,  // c[1] = -0x1.4ace2p-4
+        0.23083211481571197509765625f,  // c[2] = 0x1.d8be82p-3
+        -0.435666143894195556640625f,  // c[3] = -0x1.be1f44p-2
+        0.45758807659149169921875f,  // c[4] = 0x1.d491f8p-2
+        -0.2616799771785736083984375f,  // c[5] = -0x1.0bf5d6p-2
+        0.711295783519744873046875f,  // c[6] = 0x1.6c2ef6p-1
+        -1.13542425632476806640625f,  // c[7] = -0x1.22ab2ap+0
+        -0.78667604923248291015625f,  // c[8] = -0x1.92c734p-1
+        2.46842479705810546875f,  // c[9] = 0x1.3bf558p+1
+        -0.634898841381072998046875f,  // c[10] = -0x1.451176p-1
+        -1.055358409881591796875f,  // c[11] = -0x1.0e2bf8p+0
+        0.506918132305145263671875f,  // c[12] = 0x1.038ac6p-1
+        0.0f,
+    },
+    {  // 6: silu forward: XHalfPlusEven, degree 13
+        0.07669173181056976318359375f,  // c[0] = 0x1.3a211cp-4
+        -0.075188033282756805419921875f,  // c[1] = -0x1.33f85ep-4
+        0.07037736475467681884765625f,  // c[2] = 0x1.204404p-4
+        -0.0601532422006130218505859375f,  // c[3] = -0x1.ecc67ep-5
+        0.0425390899181365966796875f,  // c[4] = 0x1.5c7afp-5
+        -0.017975948750972747802734375f,  // c[5] = -0x1.268498p-6
+        0.0009698324720375239849090576171875f,  // c[6] = 0x1.fc78b6p-11
+        -0.00185695872642099857330322265625f,  // c[7] = -0x1.e6ca64p-10
+        -0.02067408896982669830322265625f,  // c[8] = -0x1.52b96ap-6
+        0.079216532409191131591796875f,  // c[9] = 0x1.44788ep-4
+        -0.07389529049396514892578125f,  // c[10] = -0x1.2eacd4p-4
+        -0.01129881851375102996826171875f,  // c[11] = -0x1.723d5cp-7
+        0.047996409237384796142578125f,  // c[12] = 0x1.892fc4p-5
+        -0.0182873308658599853515625f,  // c[13] = -0x1.2b9eap-6
+    },
+    {  // 7: silu backward_direct: HalfPlusOdd, degree 13
+        0.078195936977863311767578125f,  // c[0] = 0x1.404a62p-4
+        -0.084753550589084625244140625f,  // c[1] = -0x1.5b268ap-4
+        0.1009901463985443115234375f,  // c[2] = 0x1.9da7d8p-4
+        -0.1323539316654205322265625f,  // c[3] = -0x1.0f0f94p-3
+        0.16641406714916229248046875f,  // c[4] = 0x1.54d0e6p-3
+        -0.10485921800136566162109375f,  // c[5] = -0x1.ad80dcp-4
+        -0.011754988692700862884521484375f,  // c[6] = -0x1.812ffep-7
+        -0.23718984425067901611328125f,  // c[7] = -0x1.e5c3cap-3
+        0.523463547229766845703125f,  // c[8] = 0x1.0c036ap-1
+        0.22770397365093231201171875f,  // c[9] = 0x1.d25676p-3
+        -1.0312225818634033203125f,  // c[10] = -0x1.07fe34p+0
+        0.3514553010463714599609375f,  // c[11] = 0x1.67e3e6p-2
+        0.4427489340305328369140625f,  // c[12] = 0x1.c55ffap-2
+        -0.250379979610443115234375f,  // c[13] = -0x1.00639cp-2
+    },
+    {  // 8: silu backward_matched: HalfPlusOdd, degree 13
+        0.078195430338382720947265625f,  // c[0] = 0x1.4049dap-4
+        -0.084809370338916778564453125f,  // c[1] = -0x1.5b6112p-4
+        0.10104973614215850830078125f,  // c[2] = 0x1.9de654p-4
+        -0.13060985505580902099609375f,  // c[3] = -0x1.0b7d2ep-3
+        0.165354788303375244140625f,  // c[4] = 0x1.52a588p-3
+        -0.120012648403644561767578125f,  // c[5] = -0x1.eb9262p-4
+        -0.00524005107581615447998046875f,  // c[6] = -0x1.576978p-8
+        -0.18210534751415252685546875f,  // c[7] = -0x1.74f3a6p-3
+        0.506207883358001708984375f,  // c[8] = 0x1.032daep-1
+        0.132428944110870361328125f,  // c[9] = 0x1.0f36e8p-3
+        -1.0110304355621337890625f,  // c[10] = -0x1.02d2e4p+0
+        0.42907226085662841796875f,  // c[11] = 0x1.b75eb8p-2
+        0.434214413166046142578125f,  // c[12] = 0x1.bca2b4p-2
+        -0.2743099629878997802734375f,  // c[13] = -0x1.18e4b6p-2
+    },
+};
+
+// The ops (family.h's TG_FAMILY_OPS): X(op, kind, forward program, forward form,
+// forward coefficients, derivative form, derivative coefficients).
+#define TG_FAMILY_OPS(X) \
+  X(sigmoid, PLAIN, 0, TG_HALF_PLUS_ODD, 12, TG_EVEN, 12) \
+  X(tanh, PLAIN, 3, TG_ODD, 13, TG_EVEN, 13) \
+  X(silu, PLAIN, 6, TG_X_HALF_PLUS_EVEN, 14, TG_HALF_PLUS_ODD, 14) \
+  X(softcap, SCALED, 3, TG_ODD, 13, TG_EVEN, 13) \
+  X(swiglu, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, TG_HALF_PLUS_ODD, 14)
+
+// family_eval.h's Form of a program.
+enum tg_form { TG_HALF_PLUS_ODD = 0, TG_ODD = 1, TG_X_HALF_PLUS_EVEN = 2, TG_EVEN = 3 };
+
+// f(x) by program p, of form F with N coefficients (family_eval.h's family_eval).
+template <int F, int N>
+inline float tg_family_eval(float x, int p) {
+  const float u = fabs(x);
+  const float z = fma(u, TG_FAMILY_SCALE[p], -1.0f);
+  float q = TG_FAMILY_COEFFS[p][N - 1];
+  for (int k = N - 2; k >= 0; --k) q = fma(q, z, TG_FAMILY_COEFFS[p][k]);
+  float r;
+  if (F == TG_HALF_PLUS_ODD) {
+    r = fma(x, q, 0.5f);
+  } else if (F == TG_ODD) {
+    r = x * q;
+  } else if (F == TG_X_HALF_PLUS_EVEN) {
+    r = x * fma(x, q, 0.5f);
+  } else {
+    r = q;
+  }
+  const bool outside = u > TG_FAMILY_CLAMP[p];
+  if (F == TG_X_HALF_PLUS_EVEN) return outside ? (x > 0.0f ? x : -0.0f) : r;
+  return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
+}
+
+// The element functions of the three kinds (family_eval.h's), over float: f is the forward
+// program pf, f' the derivative program d. Always multiply by the gradient: a NaN gradient
+// stays NaN where the derivative is 0.
+template <int FF, int NF>
+inline float tg_plain_forward(float x, int pf) {
+  return tg_family_eval<FF, NF>(x, pf);
+}
+template <int FD, int ND>
+inline float tg_plain_backward(float g, float x, int d) {
+  return g * tg_family_eval<FD, ND>(x, d);
+}
+template <int FF, int NF>
+inline float tg_scaled_forward(float x, int pf, float inv, float cap) {
+  return cap * tg_family_eval<FF, NF>(x * inv, pf);
+}
+template <int FD, int ND>
+inline float tg_scaled_backward(float g, float x, int d, float inv) {
+  return g * tg_family_eval<FD, ND>(x * inv, d);
+}
+template <int FF, int NF>
+inline float tg_gated_forward(float a, float b, int pf) {
+  return tg_family_eval<FF, NF>(a, pf) * b;
+}
+struct tg_pair {
+  float first, second;
+};
+template <int FF, int NF, int FD, int ND>
+inline tg_pair tg_gated_backward(float g, float a, float b, int pf, int d) {
+  tg_pair r;
+  r.first = (g * b) * tg_family_eval<FD, ND>(a, d);
+  r.second = g * tg_family_eval<FF, NF>(a, pf);
+  return r;
+}
+
+// bfloat16: Metal's bfloat (MSL 3.1+), else its bits in a ushort, rounded to nearest even as
+// kernels/cpu/convert.h does.
+#if __METAL_VERSION__ >= 310
+typedef bfloat tg_bf16;
+inline float tg_load(tg_bf16 v) { return float(v); }
+inline tg_bf16 tg_store(float v, tg_bf16) { return tg_bf16(v); }
+#else
+typedef ushort tg_bf16;
+inline float tg_load(tg_bf16 v) { return as_type<float>(uint(v) << 16); }
+inline tg_bf16 tg_store(float v, tg_bf16) {
+  const uint u = as_type<uint>(v);
+  return tg_bf16((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+#endif
+inline float tg_load(float v) { return v; }
+inline float tg_store(float v, float) { return v; }
+inline float tg_load(half v) { return float(v); }
+inline half tg_store(float v, half) { return half(v); }
+
+// One kernel pair per op kind and storage type; one element per thread, the grid has n
+// threads (or more: hence the guard). Storage is widened to float and rounded once.
+#define TG_PLAIN_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \
+  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \
+                                  device T* out [[buffer(1)]],                           \
+                                  constant long& n [[buffer(2)]],                        \
+                                  uint i [[thread_position_in_grid]]) {                  \
+    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF>(tg_load(x[i]), PF), T());      \
+  }                                                                                      \
+  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \
+                                   device const T* x [[buffer(1)]],                      \
+                                   device T* out [[buffer(2)]],                          \
+                                   constant long& n [[buffer(3)]],                       \
+                                   constant long& d [[buffer(4)]],                       \
+                                   uint i [[thread_position_in_grid]]) {                 \
+    if (i < n)                                                                           \
+      out[i] = tg_store(tg_plain_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d)), \
+                        T());                                                            \
+  }
+
+#define TG_SCALED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \
+  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \
+                                  device T* out [[buffer(1)]],                           \
+                                  constant long& n [[buffer(2)]],                        \
+                                  constant float& inv [[buffer(3)]],                     \
+                                  constant float& cap [[buffer(4)]],                     \
+                                  uint i [[thread_position_in_grid]]) {                  \
+    if (i < n)                                                                           \
+      out[i] = tg_store(tg_scaled_forward<FF, NF>(tg_load(x[i]), PF, inv, cap), T());    \
+  }                                                                                      \
+  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \
+                                   device const T* x [[buffer(1)]],                      \
+                                   device T* out [[buffer(2)]],                          \
+                                   constant long& n [[buffer(3)]],                       \
+                                   constant long& d [[buffer(4)]],                       \
+                                   constant float& inv [[buffer(5)]],                    \
+                                   uint i [[thread_position_in_grid]]) {                 \
+    if (i < n)                                                                           \
+      out[i] = tg_store(                                                                 \
+          tg_scaled_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d), inv), T());   \
+  }
+
+#define TG_GATED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                 \
+  kernel void OP##_forward_##NAME(device const T* a [[buffer(0)]],                       \
+                                  device const T* b [[buffer(1)]],                       \
+                                  device T* out [[buffer(2)]],                           \
+                                  constant long& n [[buffer(3)]],                        \
+                                  uint i [[thread_position_in_grid]]) {                  \
+    if (i < n)                                                                           \
+      out[i] = tg_store(tg_gated_forward<FF, NF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \
+  }                                                                                      \
+  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \
+                                   device const T* a [[buffer(1)]],                      \
+                                   device const T* b [[buffer(2)]],                      \
+                                   device T* out_a [[buffer(3)]],                        \
+                                   device T* out_b [[buffer(4)]],                        \
+                                   constant long& n [[buffer(5)]],                       \
+                                   constant long& d [[buffer(6)]],                       \
+                                   uint i [[thread_position_in_grid]]) {                 \
+    if (i < n) {                                                                         \
+      /* every input is read before either output is written: out_a or out_b may be */   \
+      /* one of the inputs */                                                            \
+      const tg_pair r = tg_gated_backward<FF, NF, FD, ND>(tg_load(g[i]), tg_load(a[i]),  \
+                                                          tg_load(b[i]), PF, int(d));    \
+      out_a[i] = tg_store(r.first, T());                                                 \
+      out_b[i] = tg_store(r.second, T());                                                \
+    }                                                                                    \
+  }
+
+// Every op for every storage type: <op>_forward_<type>, <op>_backward_<type>.
+#define TG_FAMILY_KERNELS(OP, KIND, PF, FF, NF, FD, ND)     \
+  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, float, float) \
+  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, half, half)   \
+  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, tg_bf16, bfloat)
+
+TG_FAMILY_OPS(TG_FAMILY_KERNELS)

@@ -1,0 +1,830 @@
+"""The activation family on Apple GPUs (kernels/mps/family_kernels.metal, turbogelu/mps.py),
+without a Mac, as tests/test_mps.py checks GELU's:
+
+* the Metal source is what the family specs generate; it holds every program's coefficients,
+  clamp, scale and asymptotes bit for bit as family_coeffs.h does (the CPU's), and its op list
+  and program shapes are family.h's;
+* it is valid C++ against the stub of <metal_stdlib> (tests/metal_stub) for Metal 3.0, 3.1, 3.2;
+* compiled against that stub and run on the CPU (tests/metal_stub/family_harness.cpp), every
+  op's kernels give the CPU ops' bits (torch.ops.turbogelu.* on the CPU), forward and both
+  derivatives, for every float16 / bfloat16 input and dense float32 samples with NaN, +-inf,
+  +-0, subnormals and the neighbours of each clamp: the Metal code does family_eval.h's
+  arithmetic (what remains unproven is Apple's compiler and GPU);
+* mps.py's family kernels: registered for every schema; with a fake ``compile_shader`` whose
+  kernels compute only from the arguments they are given (with the CPU ops) and the device
+  check pointed at the CPU, every op's checks (the CPU's messages), layouts, out= and in-place
+  handling and its choice of program run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shutil
+import subprocess
+import tomllib
+
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT, assert_same_bits
+
+import turbogelu.family  # noqa: F401  (the family ops' fakes and autograd, as users get them)
+from turbogelu import _checks, _spec_names, mps
+from turbogelu.approx import codegen, family_programs
+
+OPS = torch.ops.turbogelu
+STUB = ROOT / "tests" / "metal_stub"
+GXX = shutil.which("g++")
+needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ not installed")
+SOURCE = codegen.FAMILY_METAL.read_text()
+INCLUDE = ROOT / "kernels" / "include" / "turbogelu"
+DTYPES = {"float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16}
+KINDS = {op: kind for op, _, kind in _spec_names.FAMILY_OPS}
+FUNCTION = {op: fn for op, fn, _ in _spec_names.FAMILY_OPS}
+CAPS = (30.0, 0.7)  # softcap's caps: 1/cap inexact in float32 both; 0.7 itself inexact too
+
+
+# ------------------------------------------------------------------ the generated source
+
+
+def test_source_is_generated_from_the_specs():
+    assert SOURCE == codegen.generate_family_metal()
+    assert codegen.FAMILY_METAL in codegen.outputs()
+    assert SOURCE.startswith(
+        "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen`"
+    )
+    assert mps.FAMILY_SOURCE == codegen.FAMILY_METAL
+    assert mps.FAMILY_PROGRAMS == codegen.FAMILY_METAL_PROGRAMS
+
+
+def test_the_lists_are_family_h_s():
+    assert _spec_names.FAMILY_FUNCTIONS == family_programs.FUNCTIONS
+    text = (INCLUDE / "family.h").read_text()
+    body = re.search(r"#define TG_FAMILY_OPS\(X\)(.*?)\n\n", text, re.S)[1]
+    ops = tuple(re.findall(r"X\((\w+), (\w+), (\w+)\)", body))
+    assert ops == _spec_names.FAMILY_OPS
+    # The Metal op list: each op's kind, forward program and shapes, as TG_FAMILY_SHAPES has
+    # them for its function (forms and degrees from family_coeffs.h).
+    # (the Metal source has the accurate tier only)
+    shapes = {
+        fn: (ff, int(nf) + 1, fd, int(nd) + 1)
+        for fn, ff, nf, fd, nd in re.findall(
+            r"X\((\w+), accurate, (\w+), (\d+), false, (\w+), (\d+), false\)",
+            (INCLUDE / "family_coeffs.h").read_text(),
+        )
+    }
+    forms = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
+             "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "Even": "TG_EVEN"}  # fmt: skip
+    metal = re.findall(r"  X\((\w+), (\w+), (\d+), (\w+), (\d+), (\w+), (\d+)\)", SOURCE)
+    assert [m[0] for m in metal] == [op for op, _, _ in _spec_names.FAMILY_OPS]
+    for op, kind, pf, ff, nf, fd, nd in metal:
+        fn = FUNCTION[op]
+        assert kind == KINDS[op].upper()
+        assert mps.FAMILY_PROGRAMS[int(pf)] == (fn, "forward")
+        sf, snf, sd, snd = shapes[fn]
+        assert (ff, int(nf), fd, int(nd)) == (forms[sf], snf, forms[sd], snd), op
+
+
+def _table(name: str) -> list[str]:
+    body = re.search(rf"constant float {name}\[[^=]*= \{{(.*?)\n\}};", SOURCE, re.S)[1]
+    return re.findall(r"(-?\d+\.\d+)f,", body)
+
+
+def _f32_bits(literal: str) -> int:
+    """The float32 a literal denotes (decimal or C hex), asserting that it is exactly one."""
+    v = float.fromhex(literal) if "0x" in literal else float(literal)
+    f = np.float32(v)
+    assert float(f) == v, f"{literal} is not exactly a float32"
+    return int(f.view(np.uint32))
+
+
+def _cpu_programs() -> dict[str, list[str]]:
+    """family_coeffs.h's FamilyProgram constants: {name: [degree, clamp, scale, below, above,
+    c0, c1, ...]} as their C++ literals."""
+    text = (INCLUDE / "family_coeffs.h").read_text()
+    out = {}
+    for name, body in re.findall(r"FamilyProgram (\w+) = \{(.*?)\}\};", text, re.S):
+        out[name] = [v.strip().removesuffix("f") for v in body.replace("{", "").split(",")]
+    return out
+
+
+def test_source_holds_the_cpu_programs_bit_for_bit():
+    clamps, scales = _table("TG_FAMILY_CLAMP"), _table("TG_FAMILY_SCALE")
+    below, above = _table("TG_FAMILY_BELOW"), _table("TG_FAMILY_ABOVE")
+    coeffs = _table("TG_FAMILY_COEFFS")
+    n = int(re.search(r"#define TG_FAMILY_N (\d+)", SOURCE)[1])
+    programs = mps.FAMILY_PROGRAMS
+    assert len(programs) == 3 * len(_spec_names.FAMILY_FUNCTIONS)
+    assert len(clamps) == len(scales) == len(below) == len(above) == len(programs)
+    assert len(coeffs) == n * len(programs)
+    cpu = _cpu_programs()  # (Metal: the accurate tier's programs)
+    assert {n for n in cpu if "_accurate_" in n} == {
+        f"{fn}_accurate_{part}" for fn, part in programs
+    }
+    for i, (fn, part) in enumerate(programs):
+        degree, clamp, scale, lo, hi, *c = cpu[f"{fn}_accurate_{part}"]
+        assert len(c) == int(degree) + 1
+        got = [clamps[i], scales[i], below[i], above[i]]
+        assert [_f32_bits(v) for v in got] == [_f32_bits(v) for v in (clamp, scale, lo, hi)]
+        row = [_f32_bits(v) for v in coeffs[i * n : (i + 1) * n]]
+        assert row == [_f32_bits(v) for v in c] + [0] * (n - len(c)), (fn, part)
+
+
+def test_source_names_the_default_backward():
+    want = {
+        fn: doc["default_backward"]
+        for (fn, tier), doc in codegen.load_family().items()
+        if tier == "accurate"
+    }
+    assert mps.family_default_backward() == want
+    text = (INCLUDE / "family_coeffs.h").read_text()
+    for fn, bw in want.items():
+        flag = "true" if bw == "direct" else "false"
+        assert f"{fn}_accurate_default_backward_is_direct = {flag};" in text
+
+
+def test_codegen_check_covers_the_family_source(tmp_path, monkeypatch, capsys):
+    from turbogelu.cli import main as cli
+
+    stale = tmp_path / "family_kernels.metal"
+    first = re.search(r"-?\d+\.\d+f,  // c\[0\]", SOURCE)[0]
+    stale.write_text(SOURCE.replace(first, "0.5f,  // c[0]", 1))
+    monkeypatch.setattr(codegen, "FAMILY_METAL", stale)
+    assert cli(["codegen", "--check"]) == 1
+    assert f"{stale} differs" in capsys.readouterr().err
+    stale.write_text(SOURCE)
+    assert cli(["codegen", "--check"]) == 0
+
+
+def test_the_source_is_package_data():
+    """Shipped in the wheel as the GELU source is: a link in turbogelu/_data/ to the generated
+    file, matched by pyproject's package data (tests/test_wheel.py installs and reads it)."""
+    link = ROOT / "turbogelu" / "_data" / "family_kernels.metal"
+    assert link.is_symlink() and link.resolve() == codegen.FAMILY_METAL
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["package-data"]["turbogelu"]
+    assert any(fnmatch.fnmatch("_data/family_kernels.metal", p) for p in patterns)
+
+
+# ------------------------------------------------------------------ C++ against the stub
+
+FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Wno-attributes", "-Wno-unknown-pragmas", "-Werror"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("metal_version", [300, 310, 320])
+def test_source_passes_a_syntax_check(metal_version):
+    cmd = [GXX, "-fsyntax-only", "-x", "c++", *FLAGS, f"-D__METAL_VERSION__={metal_version}"]
+    proc = subprocess.run(
+        [*cmd, f"-I{STUB}", str(codegen.FAMILY_METAL)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+@needs_gxx
+def test_source_defines_the_kernels_mps_py_calls():
+    proc = subprocess.run(
+        [GXX, "-E", "-P", "-x", "c++", "-std=c++17", f"-I{STUB}", str(codegen.FAMILY_METAL)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    names = set(re.findall(r"\bvoid (\w+_(?:forward|backward)_\w+)\(", proc.stdout))
+    want = {
+        f"{op}_{d}_{t}"
+        for op in mps.FAMILY
+        for d in ("forward", "backward")
+        for t in mps.KERNEL_SUFFIX.values()
+    }
+    assert names == want
+
+
+@pytest.fixture(scope="module", params=[300, 310], ids=["metal3.0", "metal3.1"])
+def harness(request, tmp_path_factory):
+    if GXX is None:
+        pytest.skip("g++ not installed")
+    exe = tmp_path_factory.mktemp("family_harness") / "family_harness"
+    cmd = [GXX, "-O1", "-ffp-contract=off", *FLAGS, "-Wno-unused-parameter"]
+    cmd += [f"-D__METAL_VERSION__={request.param}", f"-I{STUB}", f"-I{codegen.METAL.parent}"]
+    cmd += ["-x", "c++", str(STUB / "family_harness.cpp"), "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return exe
+
+
+def _run_harness(exe, tmp_path, op, kind, grad, a, b, d, inv=1.0, cap=1.0):
+    n = a.numel()
+    raw = lambda t: t.contiguous().view(torch.uint8).numpy().tobytes()  # noqa: E731
+    head = np.array([n, *d], dtype=np.int64).tobytes() + np.array([inv, cap], np.float32).tobytes()
+    (tmp_path / "in").write_bytes(head + raw(grad) + raw(a) + raw(b))
+    cmd = [str(exe), op, kind, str(tmp_path / "in"), str(tmp_path / "out")]
+    subprocess.run(cmd, check=True, timeout=300)
+    out = torch.from_numpy(np.frombuffer((tmp_path / "out").read_bytes(), dtype=np.uint8).copy())
+    return out.view(a.dtype).reshape(-1, n)
+
+
+def _all16(dtype):
+    return torch.arange(1 << 16, dtype=torch.int32).to(torch.int16).view(dtype)
+
+
+def _float32_sample() -> torch.Tensor:
+    """Every bfloat16 value (as float32: NaN, +-inf, +-0, float32 subnormals among them), the
+    float32 specials and subnormal extremes, a dense grid over [-16, 16], random values, and
+    the float32 neighbours of every clamp (and of softcap's cap * clamp)."""
+    f32 = np.float32
+    tiny = np.finfo(f32).smallest_subnormal
+    specials = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny,
+                np.finfo(f32).smallest_normal * (1 - 2.0**-23), np.finfo(f32).smallest_normal,
+                np.finfo(f32).max, -np.finfo(f32).max, 1.0, -1.0, 0.5]  # fmt: skip
+    edges = []
+    for fn in _spec_names.FAMILY_FUNCTIONS:
+        doc = codegen.load_family()[(fn, "accurate")]
+        clamp = f32(float.fromhex(doc["forward"]["clamp"]))
+        for c in [clamp] + [f32(clamp * f32(cap)) for cap in CAPS]:
+            # the 17 float32 around c, by their bits
+            bits = np.array(c, dtype=f32).view(np.int32) + np.arange(-8, 9, dtype=np.int32)
+            near = bits.view(f32)
+            edges += [near, -near]
+    g = torch.Generator().manual_seed(0)
+    return torch.cat(
+        [
+            _all16(torch.bfloat16).float(),
+            torch.tensor(np.array(specials, dtype=f32)),
+            torch.from_numpy(np.concatenate(edges)),
+            torch.linspace(-16, 16, 1 << 16),
+            torch.randn(1 << 15, generator=g) * 6,
+        ]
+    )
+
+
+def _sample(dtype):
+    return _float32_sample() if dtype == torch.float32 else _all16(dtype)
+
+
+def _partner(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """A second operand (grad, or swiglu's b): random, with every fourth element a value of x
+    in another order (so specials meet every kind of input)."""
+    g = torch.Generator().manual_seed(seed)
+    out = torch.randn(x.numel(), generator=g).to(x.dtype)
+    out[::4] = x[torch.randperm(x.numel(), generator=g)][::4]
+    return out
+
+
+@pytest.mark.parametrize("kind", list(DTYPES))
+@pytest.mark.parametrize("op", list(mps.FAMILY))
+def test_metal_kernels_give_the_cpu_bits(harness, tmp_path, op, kind):
+    dtype = DTYPES[kind]
+    fn = FUNCTION[op]
+    x = _sample(dtype)
+    grad, b = _partner(x, 1), _partner(x, 2)
+    assert torch.isnan(x).any() and torch.isinf(x).any() and (x == 0).any()
+    d = [mps.FAMILY_PROGRAMS.index((fn, f"backward_{bw}")) for bw in ("direct", "matched")]
+    if KINDS[op] == "Plain":
+        got = _run_harness(harness, tmp_path, op, kind, grad, x, b, d)
+        assert_same_bits(got[0], getattr(OPS, op)(x), "forward")
+        for i, bw in enumerate(("direct", "matched")):
+            want = getattr(OPS, f"{op}_backward")(grad, x, bw)
+            assert_same_bits(got[1 + i], want, bw)
+        assert not torch.equal(got[1], got[2])  # the two derivatives are told apart
+    elif KINDS[op] == "Scaled":
+        for cap in CAPS:
+            cap32, inv32 = _checks.check_cap(cap)
+            got = _run_harness(harness, tmp_path, op, kind, grad, x, b, d, inv32, cap32)
+            assert_same_bits(got[0], OPS.softcap(x, cap), f"forward cap={cap}")
+            for i, bw in enumerate(("direct", "matched")):
+                want = OPS.softcap_backward(grad, x, cap, bw)
+                assert_same_bits(got[1 + i], want, f"{bw} cap={cap}")
+    else:
+        got = _run_harness(harness, tmp_path, op, kind, grad, x, b, d)
+        assert_same_bits(got[0], OPS.swiglu(x, b), "forward")
+        for i, bw in enumerate(("direct", "matched")):
+            ga, gb = OPS.swiglu_backward(grad, x, b, bw)
+            assert_same_bits(got[1 + 2 * i], ga, f"{bw} grad_a")
+            assert_same_bits(got[2 + 2 * i], gb, f"{bw} grad_b")
+
+
+def test_cap_rounds_as_the_cpu_does():
+    """check_cap's (cap, 1/cap) are the float32 values family_call computes: the rounded cap,
+    and its float32 reciprocal (here from torch's float32 division)."""
+    g = torch.Generator().manual_seed(3)
+    caps = [30.0, 0.7, 50.1, 1e-3, 3e-38, 1e38, 2.0**-126, 7.0] + (
+        torch.rand(2000, generator=g, dtype=torch.float64) * 200
+    ).tolist()
+    for cap in caps:
+        cap32, inv32 = _checks.check_cap(cap)
+        c = torch.tensor(cap, dtype=torch.float32)
+        assert cap32 == float(c)
+        assert inv32 == float(torch.ones((), dtype=torch.float32) / c), cap
+    # 1e-40: positive in float32 (a subnormal) but 1/cap is not finite there
+    for bad in (1e-40, 0.0, -1.0, float("inf"), float("nan"), 1e39):
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            _checks.check_cap(bad)
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            OPS.softcap(torch.ones(2), bad)
+    with pytest.raises(ValueError, match="cap must be positive and finite"):
+        _checks.check_cap(True)  # (the schema's float turns True into 1.0 before a kernel)
+
+
+# ------------------------------------------------------------------ turbogelu/mps.py
+
+
+def _schemas() -> list[str]:
+    """Every family overload name of the schemas (kernels/common/schema.cpp)."""
+    names = []
+    for op, kind in KINDS.items():
+        for base in (op, f"{op}_backward"):
+            packet = getattr(OPS, base)
+            names += [base if o == "default" else f"{base}.{o}" for o in packet.overloads()]
+        if kind != "Gated":
+            names.append(f"{op}_")
+    return sorted(names)
+
+
+def test_family_kernels_are_registered_for_every_schema():
+    assert sorted(mps.FAMILY_OPS_MPS) == _schemas()
+    assert len(mps.FAMILY_OPS_MPS) == 3 * 5 + 5 + 4
+    for name in mps.FAMILY_OPS_MPS:
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"turbogelu::{name}", "MPS"), name
+
+
+class _FakeKernel:
+    """Stands for one family Metal kernel: checks the arguments the way the real binding takes
+    them (1-D contiguous tensors of n elements, then n and d as ints, inv and cap as floats
+    that are float32 values, threads=n) and computes from those arguments alone with the CPU
+    ops (softcap's backward as tanh's at q = x * inv, computed in float32 as the kernel does)."""
+
+    def __init__(self, name, calls):
+        self.op, self.direction, self.kind = name.split("_")
+        self.calls = calls
+
+    def __call__(self, *args, threads):
+        op, kind = self.op, KINDS[self.op]
+        n_tensors = {("forward", "Gated"): 3, ("backward", "Gated"): 5}.get(
+            (self.direction, kind), 2 if self.direction == "forward" else 3
+        )
+        tensors, rest = args[:n_tensors], args[n_tensors:]
+        assert all(isinstance(t, torch.Tensor) for t in tensors)
+        assert not any(isinstance(v, torch.Tensor) for v in rest)
+        n = rest[0]
+        assert isinstance(n, int) and threads == n
+        assert all(t.dim() == 1 and t.is_contiguous() and t.numel() == n for t in tensors)
+        dtype = tensors[0].dtype
+        assert all(t.dtype == dtype for t in tensors)
+        assert mps.KERNEL_SUFFIX[dtype] == self.kind
+        for v in rest[1:]:
+            assert isinstance(v, (int, float))
+            if isinstance(v, float):  # inv and cap reach Metal as float32: exactly so
+                assert float(np.float32(v)) == v
+        bw = None
+        if self.direction == "backward":
+            d = rest[1]
+            assert isinstance(d, int)
+            fn, part = mps.FAMILY_PROGRAMS[d]
+            assert fn == FUNCTION[op] and part.startswith("backward_")
+            bw = part.removeprefix("backward_")
+        if kind == "Plain":
+            assert len(rest) == (1 if self.direction == "forward" else 2)
+            if self.direction == "forward":
+                x, out = tensors
+                out.copy_(getattr(OPS, op)(x))
+            else:
+                g, x, out = tensors
+                out.copy_(getattr(OPS, f"{op}_backward")(g, x, bw))
+        elif kind == "Scaled":
+            fn = FUNCTION[op]
+            if self.direction == "forward":
+                x, out = tensors
+                _, inv, cap = rest
+                assert _checks.check_cap(cap) == (cap, inv)
+                out.copy_(OPS.softcap(x, cap))
+            else:
+                g, x, out = tensors
+                _, _, inv = rest
+                q = x.float() * inv  # float32 products, as the kernel's
+                out.copy_(getattr(OPS, f"{fn}_backward")(g.float(), q, bw).to(dtype))
+        else:
+            assert len(rest) == (1 if self.direction == "forward" else 2)
+            if self.direction == "forward":
+                a, b, out = tensors
+                out.copy_(OPS.swiglu(a, b))
+            else:
+                g, a, b, out_a, out_b = tensors
+                ga, gb = OPS.swiglu_backward(g, a, b, bw)
+                out_a.copy_(ga)
+                out_b.copy_(gb)
+        self.calls.append((op, self.direction, self.kind, n, bw))
+
+
+class _FakeLibrary:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def __getattr__(self, name):
+        if name.split("_")[0] not in mps.FAMILY:
+            raise AttributeError(name)
+        return _FakeKernel(name, self.calls)
+
+
+@pytest.fixture
+def fake_mps(monkeypatch):
+    """mps.py with a fake compile_shader and its device check pointed at the CPU; yields the
+    list of family kernel calls."""
+    calls, sources = [], []
+
+    def compile_shader(src):
+        sources.append(src)
+        return _FakeLibrary(calls)
+
+    mps.family_library.cache_clear()
+    monkeypatch.setattr(torch.mps, "compile_shader", compile_shader, raising=False)
+    monkeypatch.setattr(mps, "DEVICE", "cpu")
+    yield calls
+    assert len(sources) <= 1 and all(s == SOURCE for s in sources)  # compiled once, this file
+    mps.family_library.cache_clear()
+
+
+LAYOUTS = {
+    "n17": lambda t: t[:17],
+    "2d": lambda t: t[:205].reshape(5, 41),
+    "transposed": lambda t: t[:205].reshape(41, 5).t(),
+    "step2": lambda t: t[:204].reshape(6, 34)[:, ::2],
+    "expanded": lambda t: t[:9].reshape(1, 9).expand(4, 9),
+    "channels_last": lambda t: t[:120].reshape(2, 3, 4, 5).to(memory_format=torch.channels_last),
+    "offset": lambda t: t[3:1000],
+    "0dim": lambda t: t[5],
+    "empty": lambda t: t[:0].reshape(0, 3),
+}
+BACKWARDS = ("default", "direct", "matched")
+
+
+def _inputs(dtype, layout):
+    g = torch.Generator().manual_seed(2)
+    make = lambda s: LAYOUTS[layout]((torch.randn(4096, generator=g) * s).to(dtype))  # noqa: E731
+    return make(8.0), make(1.0), make(2.0)
+
+
+def _strided_like(x):
+    return torch.empty(*x.shape, 2, dtype=x.dtype)[..., 0]  # not dense: via a temporary
+
+
+def _same(actual, expected):
+    assert actual.stride() == expected.stride()
+    assert_same_bits(actual, expected)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=str)
+def test_plain_and_scaled_ops_with_a_fake_shader(fake_mps, dtype, layout):
+    x, grad, _ = _inputs(dtype, layout)
+    impl = mps.FAMILY_OPS_MPS
+    for op, kind in KINDS.items():
+        if kind == "Gated":
+            continue
+        args = (3.5,) if kind == "Scaled" else ()  # softcap's cap
+        ref, ref_bw = getattr(OPS, op), getattr(OPS, f"{op}_backward")
+        _same(impl[op](x, *args), ref(x, *args))
+        for bw in BACKWARDS:
+            _same(impl[op](x, *args, backward=bw), ref(x, *args))
+            _same(impl[f"{op}_backward"](grad, x, *args, bw), ref_bw(grad, x, *args, bw))
+            out = _strided_like(x)
+            impl[f"{op}_backward.out"](grad, x, *args, bw, out=out)
+            assert_same_bits(out, ref_bw(grad, x, *args, bw))
+        out = torch.empty_like(x)
+        impl[f"{op}.out"](x, *args, out=out)
+        assert_same_bits(out, ref(x, *args))
+        out = _strided_like(x)
+        impl[f"{op}.out"](x, *args, out=out)
+        assert_same_bits(out, ref(x, *args))
+        if layout != "expanded":
+            z = x.clone()
+            impl[f"{op}_"](z, *args)
+            _same(z, ref(x, *args))
+            g = grad.clone()  # out= is grad itself: read before written
+            impl[f"{op}_backward.out"](g, x, *args, "matched", out=g)
+            assert_same_bits(g, ref_bw(grad, x, *args, "matched"))
+    assert (not fake_mps) == (x.numel() == 0)  # the kernels ran (not for an empty tensor)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=str)
+def test_swiglu_ops_with_a_fake_shader(fake_mps, dtype, layout):
+    a, grad, b = _inputs(dtype, layout)
+    impl = mps.FAMILY_OPS_MPS
+    _same(impl["swiglu"](a, b), OPS.swiglu(a, b))
+    out = _strided_like(a)
+    impl["swiglu.out"](a, b, out=out)
+    assert_same_bits(out, OPS.swiglu(a, b))
+    for bw in BACKWARDS:
+        _same(impl["swiglu"](a, b, backward=bw), OPS.swiglu(a, b))
+        got, want = impl["swiglu_backward"](grad, a, b, bw), OPS.swiglu_backward(grad, a, b, bw)
+        assert isinstance(got, tuple) and len(got) == 2
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+        for ga, gb in [
+            (torch.empty_like(a), torch.empty_like(a)),
+            (_strided_like(a), torch.empty_like(a)),  # one not dense: both via temporaries
+            (torch.empty_like(a), _strided_like(a)),
+        ]:
+            impl["swiglu_backward.out"](grad, a, b, bw, grad_a=ga, grad_b=gb)
+            assert_same_bits(ga, want[0])
+            assert_same_bits(gb, want[1])
+    if layout != "expanded":
+        want = OPS.swiglu_backward(grad, a, b, "direct")
+        aa, bb = a.clone(), b.clone()  # outputs are the inputs a and b themselves
+        impl["swiglu_backward.out"](grad, aa, bb, "direct", grad_a=aa, grad_b=bb)
+        assert_same_bits(aa, want[0])
+        assert_same_bits(bb, want[1])
+        out = a.clone()
+        impl["swiglu.out"](out, b, out=out)
+        assert_same_bits(out, OPS.swiglu(a, b))
+    assert (not fake_mps) == (a.numel() == 0)
+
+
+def test_family_programs_chosen(fake_mps):
+    x = torch.randn(10)
+    impl = mps.FAMILY_OPS_MPS
+    for op, kind in KINDS.items():
+        args = (x, x) if kind == "Gated" else (x, 2.0) if kind == "Scaled" else (x,)
+        impl[op](*args)
+        for bw in BACKWARDS:
+            impl[f"{op}_backward"](x, *args, bw)
+    default = {
+        fn: doc["default_backward"]
+        for (fn, tier), doc in codegen.load_family().items()
+        if tier == "accurate"
+    }
+    want = []
+    for op in KINDS:
+        want.append((op, "forward", "float", 10, None))
+        for bw in BACKWARDS:
+            chosen = default[FUNCTION[op]] if bw == "default" else bw
+            want.append((op, "backward", "float", 10, chosen))
+    assert fake_mps == want
+
+
+def _errors():
+    """(name, call, cpu_too, exception, message): each check of the MPS kernels; where
+    cpu_too the CPU op refuses the same call with the same words (not so for the MPS kernels'
+    own checks: float64, an expanded out, the device)."""
+    x = torch.randn(4)
+    base, y = torch.zeros(8), torch.zeros(8)
+    overlap = "elements of the input tensor and the written-to tensor refer to a single memory"
+    cap_msg = r"turbogelu\.softcap: cap must be positive and finite"
+    # dtypes as Python names them (family.py's fakes, these kernels) or as C++ does
+    F16, BF16, F32 = (
+        r"(torch\.float16|Half)",
+        r"(torch\.bfloat16|BFloat16)",
+        r"(torch\.float32|Float)",
+    )
+    cases = [
+        (
+            "int",
+            lambda o: o.sigmoid(torch.ones(3, dtype=torch.int32)),
+            True,
+            TypeError,
+            r"turbogelu\.sigmoid: unsupported dtype .*supported dtypes are float32",
+        ),
+        (
+            "backward",
+            lambda o: o.tanh(x, backward="foo"),
+            True,
+            ValueError,
+            r"turbogelu\.tanh: backward must be 'default', 'direct' or 'matched', got 'foo'",
+        ),
+        (
+            "backward_op",
+            lambda o: o.silu_backward(x, x, "foo"),
+            True,
+            ValueError,
+            r"turbogelu\.silu: backward must be",
+        ),
+        (
+            "swiglu_backward",
+            lambda o: o.swiglu(x, x, backward="x"),
+            True,
+            ValueError,
+            r"turbogelu\.swiglu: backward must be",
+        ),
+        (
+            "cap_inplace",
+            lambda o: o.softcap_(x.clone(), 0.0),
+            True,
+            ValueError,
+            cap_msg,
+        ),
+        (
+            "out_dtype",
+            lambda o: o.sigmoid.out(x, out=torch.empty(4, dtype=torch.float16)),
+            True,
+            TypeError,
+            rf"turbogelu\.sigmoid: out has dtype {F16} but x has dtype {F32}",
+        ),
+        (
+            "out_shape",
+            lambda o: o.silu.out(x, out=torch.empty(5)),
+            True,
+            RuntimeError,
+            r"turbogelu\.silu: out has shape \[5\] but x has shape \[4\] \(out= tensors are",
+        ),
+        (
+            "backward_out_shape",
+            lambda o: o.tanh_backward.out(x, x, out=torch.empty(5)),
+            True,
+            RuntimeError,
+            r"turbogelu\.tanh: out has shape \[5\] but x has shape \[4\] \(no broadcasting",
+        ),
+        (
+            "grad_dtype",
+            lambda o: o.sigmoid_backward(x.half(), x),
+            True,
+            TypeError,
+            rf"turbogelu\.sigmoid: grad has dtype {F16} but x has dtype {F32}",
+        ),
+        (
+            "grad_shape",
+            lambda o: o.softcap_backward(torch.randn(3), x, 2.0),
+            True,
+            RuntimeError,
+            r"turbogelu\.softcap: grad has shape \[3\] but x has shape \[4\] \(no",
+        ),
+        (
+            "b_shape",
+            lambda o: o.swiglu(x, torch.randn(3)),
+            True,
+            RuntimeError,
+            r"turbogelu\.swiglu: b has shape \[3\] but a has shape \[4\]",
+        ),
+        (
+            "b_dtype",
+            lambda o: o.swiglu(x, x.bfloat16()),
+            True,
+            TypeError,
+            rf"turbogelu\.swiglu: b has dtype {BF16} but a has dtype {F32}",
+        ),
+        (
+            "swiglu_grad_shape",
+            lambda o: o.swiglu_backward(torch.randn(2, 2), x, x),
+            True,
+            RuntimeError,
+            r"turbogelu\.swiglu: grad has shape",
+        ),
+        (
+            "swiglu_out_shape",
+            lambda o: o.swiglu_backward.out(x, x, x, grad_a=torch.empty(4), grad_b=torch.empty(3)),
+            True,
+            RuntimeError,
+            r"turbogelu\.swiglu: out has shape \[3\] but a has shape \[4\]",
+        ),
+        (
+            "partial_overlap",
+            lambda o: o.sigmoid.out(base[:4], out=base[1:5]),
+            True,
+            RuntimeError,
+            overlap,
+        ),
+        (
+            "partial_overlap_grad",
+            lambda o: o.tanh_backward.out(base[2:6], base[:4], out=base[1:5]),
+            True,
+            RuntimeError,
+            overlap,
+        ),
+        (
+            "pair_overlap",
+            lambda o: o.swiglu_backward.out(x, x, x, grad_a=y[:4], grad_b=y[2:6]),
+            True,
+            RuntimeError,
+            overlap,
+        ),
+        (
+            "pair_same_memory",
+            lambda o: o.swiglu_backward.out(x, x, x, grad_a=y[:4], grad_b=y[:4]),
+            True,
+            RuntimeError,
+            overlap,
+        ),
+        (
+            "float64",
+            lambda o: o.sigmoid(x.double()),
+            False,
+            TypeError,
+            "float64 is not supported on MPS",
+        ),
+        (
+            "expanded_out",
+            lambda o: o.silu.out(x, out=torch.empty(1).expand(4)),
+            False,
+            RuntimeError,
+            "internal overlap",
+        ),
+        (
+            "device",
+            lambda o: o.swiglu.out(x, x, out=torch.empty(4, device="meta")),
+            False,
+            RuntimeError,
+            "this is the MPS kernel",
+        ),
+    ]
+    for cap in (0.0, -2.0, float("inf"), float("nan"), 1e39, 1e-40):
+        cases.append((f"cap={cap}", lambda o, c=cap: o.softcap(x, c), True, ValueError, cap_msg))
+        cases.append(
+            (f"backward_cap={cap}", lambda o, c=cap: o.softcap_backward(x, x, c), True,
+             ValueError, cap_msg)
+        )  # fmt: skip
+    return cases
+
+
+class _Impl:
+    """torch.ops.turbogelu's calling conventions over mps.FAMILY_OPS_MPS (op.overload(...))."""
+
+    def __getattr__(self, name):
+        return _Overloads(name)
+
+
+class _Overloads:
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, *args, **kw):
+        return mps.FAMILY_OPS_MPS[self.name](*args, **kw)
+
+    @property
+    def out(self):
+        return mps.FAMILY_OPS_MPS[f"{self.name}.out"]
+
+
+ERRORS = _errors()
+
+
+@pytest.mark.parametrize(("call", "cpu_too", "exc", "msg"), [c[1:] for c in ERRORS],
+                         ids=[c[0] for c in ERRORS])  # fmt: skip
+def test_family_errors_are_the_cpu_s(fake_mps, call, cpu_too, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call(_Impl())
+    if cpu_too:  # the CPU op refuses the same call with the same words
+        with pytest.raises(exc, match=msg):
+            call(OPS)
+    assert not fake_mps  # every check before any kernel
+
+
+def test_family_library_is_compiled_once_and_apart(fake_mps, monkeypatch):
+    """GELU's library is not compiled for the family's ops (nor the family's for GELU's)."""
+    mps.library.cache_clear()
+    x = torch.randn(5)
+    mps.FAMILY_OPS_MPS["sigmoid"](x)
+    mps.FAMILY_OPS_MPS["swiglu"](x, x)
+    assert mps.library.cache_info().currsize == 0
+    assert mps.family_library.cache_info().currsize == 1
+
+
+def test_family_dispatch_reaches_the_python_kernels(fake_mps):
+    """Through the dispatcher with the real schemas: each MPS kernel registered under a
+    scratch library's CPU key with its op's schema, called as torch.ops calls the op."""
+    lib = torch.library.Library("turbogelu_mps_family_test", "DEF")
+    try:
+        for name, fn in mps.FAMILY_OPS_MPS.items():
+            base, _, overload = name.partition(".")
+            schema = str(getattr(getattr(OPS, base), overload or "default")._schema)
+            lib.define(schema.removeprefix("turbogelu::"))
+            lib.impl(name, fn, "CPU")
+        t = torch.ops.turbogelu_mps_family_test
+        x, g, b = torch.randn(33) * 4, torch.randn(33), torch.randn(33)
+        assert_same_bits(t.sigmoid(x, backward="matched"), OPS.sigmoid(x))
+        assert_same_bits(t.silu_backward(g, x, "direct"), OPS.silu_backward(g, x, "direct"))
+        assert_same_bits(t.softcap(x, 2.5), OPS.softcap(x, 2.5))
+        assert_same_bits(t.softcap_backward(g, x, 2.5), OPS.softcap_backward(g, x, 2.5))
+        z = x.clone()
+        t.softcap_(z, 2.5)
+        assert_same_bits(z, OPS.softcap(x, 2.5))
+        out = torch.empty_like(x)
+        t.tanh.out(x, out=out)
+        assert_same_bits(out, OPS.tanh(x))
+        ga, gb = t.swiglu_backward(g, x, b, "matched")
+        want = OPS.swiglu_backward(g, x, b, "matched")
+        assert_same_bits(ga, want[0])
+        assert_same_bits(gb, want[1])
+        ga, gb = torch.empty_like(x), torch.empty_like(x)
+        t.swiglu_backward.out(g, x, b, grad_a=ga, grad_b=gb)
+        want = OPS.swiglu_backward(g, x, b)
+        assert_same_bits(ga, want[0])
+        assert_same_bits(gb, want[1])
+        assert {c[0] for c in fake_mps} == {"sigmoid", "silu", "softcap", "tanh", "swiglu"}
+    finally:
+        del lib
+
+
+def test_paper_tier_is_refused_on_mps():
+    """The Metal source has the accurate tier only: the paper tier says so, it does not run
+    the accurate programs in its place."""
+    x = torch.zeros(4)
+    for call in (
+        lambda: mps.FAMILY_OPS_MPS["sigmoid"](x, tier="paper"),
+        lambda: mps.FAMILY_OPS_MPS["softcap"](x, 2.0, tier="paper"),
+        lambda: mps.FAMILY_OPS_MPS["swiglu_backward"](x, x, x, "default", "paper"),
+    ):
+        with pytest.raises(NotImplementedError, match="tier='paper' has no Apple GPU"):
+            call()
+    with pytest.raises(ValueError, match="tier must be 'accurate' or 'paper'"):
+        mps.FAMILY_OPS_MPS["tanh"](x, tier="fast")

@@ -1,0 +1,1 @@
+../../kernels/mps/family_kernels.metal
