@@ -18,6 +18,12 @@ order "generic"): a polynomial P in a normalised variable z in [-1, 1], the targ
 * tanh: x P(z); -1 / 1 beyond L;
 * SiLU: x/2 + u^2 P(z) = fma(u, u P(z), x/2); -0.0 / x beyond L.
 
+The ``paper`` tier (``build_paper_spec``, ``data/specs/<function>/paper.json``, ``--tier
+paper``) holds the source paper's own Table 2 programs instead (``table2.Row.same``: degree
+2-4, bfloat16 coefficients; SiLU's in x^2), measured the same way, with no tier bound: the ops
+run them with ``tier="paper"`` so that the paper's trade of accuracy for operations can be
+timed beside ours.
+
 Backward, as GELU's: a ``direct`` fit of the derivative with the forward's degree, clamp and
 variable (sigmoid', tanh': P(z), 0 beyond L; SiLU': 1/2 + x P(z), 0 / 1 beyond L) and the
 ``matched`` one, the exact derivative of the forward program (``matched``).
