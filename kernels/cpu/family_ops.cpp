@@ -1,13 +1,14 @@
 // The activation family's CPU operators (sigmoid, tanh, silu, softcap, swiglu; turbogelu/
 // family.h): family_common.h's semantics over the kernels of the instruction set the calling
-// thread runs, split over threads and stored exactly as GELU's are (dispatch.h).
+// thread runs, split over threads and stored exactly as GELU's are (dispatch.h), registered
+// by family_library.h; and the Autograd guards of the mutating forms, for every device.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/library.h>
 
 #include "dispatch.h"
-#include "turbogelu/family_common.h"
+#include "turbogelu/family_library.h"
 
 namespace turbogelu {
 namespace {
@@ -81,65 +82,6 @@ struct CpuFamilyBackend {
     });
   }
 };
-using Ops = ops::FamilyOps<CpuFamilyBackend>;
-
-// ---------------------------------------------------------------- the schemas' signatures
-
-template <FamilyOp Op>
-at::Tensor unary(const at::Tensor& x, c10::string_view backward) {
-  return Ops::forward(Op, x, backward, 1.0);
-}
-template <FamilyOp Op>
-void unary_out(const at::Tensor& x, const at::Tensor& out) {
-  Ops::forward_out(Op, x, 1.0, out);
-}
-template <FamilyOp Op>
-void unary_inplace(const at::Tensor& x) {
-  Ops::forward_out(Op, x, 1.0, x);
-}
-template <FamilyOp Op>
-at::Tensor unary_backward(const at::Tensor& grad, const at::Tensor& x, c10::string_view bw) {
-  return Ops::backward(Op, grad, x, 1.0, bw);
-}
-template <FamilyOp Op>
-void unary_backward_out(const at::Tensor& grad, const at::Tensor& x, c10::string_view bw,
-                        const at::Tensor& out) {
-  Ops::backward_out(Op, grad, x, 1.0, bw, out);
-}
-
-at::Tensor softcap(const at::Tensor& x, double cap, c10::string_view backward) {
-  return Ops::forward(kFamily_softcap, x, backward, cap);
-}
-void softcap_out(const at::Tensor& x, double cap, const at::Tensor& out) {
-  Ops::forward_out(kFamily_softcap, x, cap, out);
-}
-void softcap_inplace(const at::Tensor& x, double cap) {
-  Ops::forward_out(kFamily_softcap, x, cap, x);
-}
-at::Tensor softcap_backward(const at::Tensor& grad, const at::Tensor& x, double cap,
-                            c10::string_view bw) {
-  return Ops::backward(kFamily_softcap, grad, x, cap, bw);
-}
-void softcap_backward_out(const at::Tensor& grad, const at::Tensor& x, double cap,
-                          c10::string_view bw, const at::Tensor& out) {
-  Ops::backward_out(kFamily_softcap, grad, x, cap, bw, out);
-}
-
-at::Tensor swiglu(const at::Tensor& a, const at::Tensor& b, c10::string_view backward) {
-  return Ops::gated(kFamily_swiglu, a, b, backward);
-}
-void swiglu_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
-  Ops::gated_out(kFamily_swiglu, a, b, out);
-}
-std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& grad, const at::Tensor& a,
-                                                   const at::Tensor& b, c10::string_view bw) {
-  return Ops::gated_backward(kFamily_swiglu, grad, a, b, bw);
-}
-void swiglu_backward_out(const at::Tensor& grad, const at::Tensor& a, const at::Tensor& b,
-                         c10::string_view bw, const at::Tensor& grad_a, const at::Tensor& grad_b) {
-  Ops::gated_backward_out(kFamily_swiglu, grad, a, b, bw, grad_a, grad_b);
-}
-
 // ---------------------------------------------------------------- autograd guards
 // As GELU's (gelu_ops.cpp): the mutating forms have no derivative; refuse when a gradient
 // would be needed, run below autograd, and bump the version of what they write.
@@ -222,27 +164,7 @@ void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, const T& g
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
-#define TG_UNARY(op)                                      \
-  m.impl(#op, &unary<kFamily_##op>);                      \
-  m.impl(#op ".out", &unary_out<kFamily_##op>);           \
-  m.impl(#op "_", &unary_inplace<kFamily_##op>);          \
-  m.impl(#op "_backward", &unary_backward<kFamily_##op>); \
-  m.impl(#op "_backward.out", &unary_backward_out<kFamily_##op>);
-  TG_UNARY(sigmoid)
-  TG_UNARY(tanh)
-  TG_UNARY(silu)
-#undef TG_UNARY
-  m.impl("softcap", &softcap);
-  m.impl("softcap.out", &softcap_out);
-  m.impl("softcap_", &softcap_inplace);
-  m.impl("softcap_backward", &softcap_backward);
-  m.impl("softcap_backward.out", &softcap_backward_out);
-  m.impl("swiglu", &swiglu);
-  m.impl("swiglu.out", &swiglu_out);
-  m.impl("swiglu_backward", &swiglu_backward);
-  m.impl("swiglu_backward.out", &swiglu_backward_out);
-}
+TORCH_LIBRARY_IMPL(turbogelu, CPU, m) { ops::impl_family_ops<CpuFamilyBackend>(m); }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
 #define TG_UNARY(op)                                \
