@@ -8,6 +8,11 @@ element and finish with a tail: the sanitizer sees any access outside the inputs
 allocation that ends where it does) or a 16-byte access off its boundary. Each result is also
 compared bit for bit with the CPU kernels (the packed bfloat16 path, which has no CPU kernel,
 with itself on an aligned copy), and the elements around each output checked untouched.
+The activation family's ops (sigmoid, tanh, silu, softcap, swiglu) likewise, on fewer cases
+(their loops are GELU's, kernels/cuda/elementwise.cuh, which the cases above cover): the
+sizes of FAMILY_SIZES at each 16-byte phase of x, every input and output at another offset,
+in place, and the gated backward's two outputs at one offset and at two different ones (its
+element-wise second output).
 Prints one line ``memcheck cases: N passed, M failed`` and exits 1 on a mismatch.
 ``--quick``: sizes up to 4099 only (the dry run's test in CI).
 
@@ -33,6 +38,9 @@ DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # the largest the check allows (1M elements, less an odd tail).
 SIZES = (*range(1, 18), 31, 33, 255, 257, 4099, 65_537, (1 << 20) - 17)
 OFFSETS = range(8)  # elements: every 16-byte phase of a 2-byte dtype, 4 of float32, 2 of float64
+# Every residue mod 8 below two packs, both sides of a pack, and a grid-strided size.
+FAMILY_SIZES = (1, 2, 3, 4, 5, 6, 7, 9, 15, 16, 17, 31, 33, 4099)
+CAP = 2.5  # softcap's
 BITS = {torch.float32: torch.int32, torch.float64: torch.int64,
         torch.float16: torch.int16, torch.bfloat16: torch.int16}  # fmt: skip
 
@@ -66,6 +74,43 @@ def values(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     return x
 
 
+def family_cases(check, base, grad, bvals, base_d, grad_d, b_d, n: int, off: int, what: str):
+    """Every family op at n elements: x at `off`, grad, b and the outputs at other offsets,
+    each input in an allocation ending where it does, each output's neighbours untouched."""
+    goff, boff = (off + 3) % len(OFFSETS), (off + 5) % len(OFFSETS)
+    x, g, b = base[off : off + n], grad[goff : goff + n], bvals[boff : boff + n]
+    xd, gd, bd = at_end(base_d, off, n), at_end(grad_d, goff, n), at_end(b_d, boff, n)
+    dtype = x.dtype
+
+    def outs(*phases):
+        bufs = [torch.full((p + n + 8,), 7.0, dtype=dtype, device=DEVICE) for p in phases]
+        return bufs, [buf[p : p + n] for buf, p in zip(bufs, phases, strict=True)]
+
+    for op in ("sigmoid", "tanh", "silu", "softcap"):
+        extra = (CAP,) if op == "softcap" else ()
+        fwd, bwd = getattr(OPS, op), getattr(OPS, f"{op}_backward")
+        y = fwd(x, *extra)
+        bufs, (o,) = outs(goff)
+        fwd.out(xd, *extra, out=o)
+        check(same(o, y) and untouched(bufs[0], goff, n), f"{op}.out (out at {goff}) {what}")
+        whole = base_d[: off + n].clone()
+        getattr(OPS, f"{op}_")(whole[off:], *extra)
+        check(same(whole[off:], y) and same(whole[:off], base[:off]), f"{op}_ {what}")
+        d = bwd(g, x, *extra, "default")
+        bufs, (o,) = outs(boff)
+        bwd.out(gd, xd, *extra, "default", out=o)
+        check(same(o, d) and untouched(bufs[0], boff, n), f"{op}_backward.out {what}")
+    y = OPS.swiglu(x, b)
+    check(same(OPS.swiglu(xd, bd), y), f"swiglu (b at {boff}) {what}")
+    ga, gb = OPS.swiglu_backward(g, x, b)
+    for pa, pb in ((off, off), (goff, (goff + 1) % len(OFFSETS))):
+        bufs, (oa, ob) = outs(pa, pb)
+        OPS.swiglu_backward.out(gd, xd, bd, grad_a=oa, grad_b=ob)
+        ok = same(oa, ga) and same(ob, gb)
+        ok = ok and untouched(bufs[0], pa, n) and untouched(bufs[1], pb, n)
+        check(ok, f"swiglu_backward.out (outputs at {pa}, {pb}) {what}")
+
+
 def main(argv: list[str]) -> int:
     sizes = [n for n in SIZES if n <= 4099] if "--quick" in argv else SIZES
     if DEVICE == "cuda" and not torch.cuda.is_available():
@@ -86,7 +131,8 @@ def main(argv: list[str]) -> int:
     for dtype in DTYPES:
         base = values(top, dtype, 1)
         grad = values(top, dtype, 2)
-        base_d, grad_d = base.to(DEVICE), grad.to(DEVICE)
+        bvals = values(top, dtype, 3)
+        base_d, grad_d, b_d = base.to(DEVICE), grad.to(DEVICE), bvals.to(DEVICE)
         for n in sizes:
             for off in OFFSETS:
                 goff = (off + 3) % len(OFFSETS)  # the gradient (and out) at another phase
@@ -110,6 +156,8 @@ def main(argv: list[str]) -> int:
                 check(same(buf[off : off + n], d), f"gelu_backward.out {what}")
                 check(untouched(buf, off, n), f"gelu_backward.out wrote outside out {what}")
                 check(same(OPS.gelu_backward(xd, xd), OPS.gelu_backward(x, x)), f"grad=x {what}")
+                if n in FAMILY_SIZES and off < 16 // x.element_size():  # (each phase once)
+                    family_cases(check, base, grad, bvals, base_d, grad_d, b_d, n, off, what)
                 if dtype == torch.bfloat16:
                     xa, ga = xd.clone(), gd.clone()  # fresh, aligned
                     with turbogelu.ops.use_cuda_packed():

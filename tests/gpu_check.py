@@ -8,11 +8,11 @@
 
 Resources: ``cuobjdump --dump-resource-usage`` of the built extension when it holds CUDA code
 and a cuobjdump is found (the toolkit's, the PATH's, or the copy inside triton); else the
-same numbers from ptxas, compiling kernels/cuda/gelu_kernels.cu for sm_90 with the build's
-flags (nvcc only). Per kernel: registers, stack and local memory (spills), and the blocks of
-256 threads that fit on one sm_90 SM, which is the grid the kernels launch per SM
-(cudaOccupancyMaxActiveBlocksPerMultiprocessor). Standard library only at module level: the
-GPU machine may lack anything else.
+same numbers from ptxas, compiling kernels/cuda/gelu_kernels.cu and family_kernels.cu for
+sm_90 with the build's flags (nvcc only). Per kernel: registers, stack and local memory
+(spills), and the blocks of 256 threads that fit on one sm_90 SM, which is the grid the
+kernels launch per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor). Standard library only
+at module level: the GPU machine may lack anything else.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS_CU = ROOT / "kernels" / "cuda" / "gelu_kernels.cu"
-THREADS = 256  # kThreads in gelu_kernels.cu
+FAMILY_CU = ROOT / "kernels" / "cuda" / "family_kernels.cu"  # the activation family's
+CUDA_SOURCES = (KERNELS_CU, FAMILY_CU)
+THREADS = 256  # kThreads in kernels/cuda/elementwise.cuh
 # Sources of turbogelu._C (setup.py's globs) and the build's own files.
 BUILD_INPUTS = (
     "kernels/common/*.cpp",
@@ -38,6 +40,7 @@ BUILD_INPUTS = (
     "kernels/cpu/*.h",
     "kernels/include/turbogelu/*.h",
     "kernels/cuda/*.cu",
+    "kernels/cuda/*.cuh",
     "kernels/cuda/*.cpp",
     "kernels/cuda/*.h",
     "setup.py",
@@ -201,7 +204,7 @@ def find_cuobjdump() -> str | None:
 
 
 def nvcc_device_flags() -> list[str]:
-    """The build's nvcc flags for gelu_kernels.cu, with the defines torch's CUDAExtension adds."""
+    """The build's nvcc flags for kernels/cuda/*.cu, with the defines torch's CUDAExtension adds."""
     flags = [f for f in _build_module().NVCC_FLAGS if not f.startswith("-Xcompiler")]
     return [
         *flags,
@@ -244,15 +247,30 @@ def parse_ptxas(text: str, arch: str = "sm_90") -> dict[str, dict]:
     return out
 
 
-def compile_resources(arch: str = "sm_90", timeout: float = 120) -> dict[str, dict]:
-    """Compile gelu_kernels.cu to a cubin (discarded) and read ptxas's resource usage."""
+def _nvcc_path() -> str:
     home = _build_module().find_cuda_home()
     if home is None:
         raise FileNotFoundError("no CUDA toolkit (nvcc)")
-    cmd = [f"{home}/bin/nvcc", "-cubin", f"-arch={arch}", *nvcc_device_flags(),
-           "--resource-usage", str(KERNELS_CU), "-o", os.devnull]  # fmt: skip
+    return f"{home}/bin/nvcc"
+
+
+def compile_resources(
+    arch: str = "sm_90", timeout: float = 120, source: Path = KERNELS_CU
+) -> dict[str, dict]:
+    """Compile `source` (gelu_kernels.cu) to a cubin (discarded) and read ptxas's resource
+    usage."""
+    cmd = [_nvcc_path(), "-cubin", f"-arch={arch}", *nvcc_device_flags(),
+           "--resource-usage", str(source), "-o", os.devnull]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
     return parse_ptxas(done.stdout + done.stderr, arch)
+
+
+def compile_ptx(source: Path, arch: str = "compute_90", timeout: float = 300) -> dict[str, str]:
+    """{mangled kernel name: its PTX body} of `source`, compiled with the build's flags."""
+    cmd = [_nvcc_path(), "-ptx", f"-arch={arch}", *nvcc_device_flags(), str(source), "-o", "-"]
+    ptx = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout).stdout
+    parts = re.split(r"^\.visible \.entry |^\.entry ", ptx, flags=re.M)[1:]
+    return {p.split("(", 1)[0]: p for p in parts}
 
 
 def extension_resources(so: Path, cuobjdump: str) -> dict[str, dict]:
@@ -274,8 +292,52 @@ def blocks_per_sm(regs: int, arch: str = "sm_90", threads: int = THREADS) -> int
     return min(2048 // threads, 65536 // (per_thread * threads))
 
 
+def _macro_rows(path: Path, macro: str) -> list[list[str]]:
+    """The X(...) rows of `#define <macro>(X)` in a header, each as its list of arguments."""
+    text = path.read_text()
+    m = re.search(rf"#define {macro}\(X\)((?:.*\\\n)*.*)", text)
+    if m is None:
+        raise ValueError(f"no #define {macro}(X) in {path}")
+    return [[a.strip() for a in row.split(",")] for row in re.findall(r"X\(([^)]*)\)", m[1])]
+
+
+def family_ops() -> list[tuple[str, str, str]]:
+    """TG_FAMILY_OPS of kernels/include/turbogelu/family.h: (op, function, kind) rows."""
+    rows = _macro_rows(ROOT / "kernels/include/turbogelu/family.h", "TG_FAMILY_OPS")
+    return [(op, fn, kind) for op, fn, kind in rows]
+
+
+def family_shapes() -> dict[str, tuple[str, int, bool, str, int, bool]]:
+    """TG_FAMILY_SHAPES of the generated family_coeffs.h: {"<function>_<tier>": (forward
+    form, degree, in x^2, derivative form, degree, in x^2)} (the name of family.h's
+    shapes::<function>_<tier>)."""
+    rows = _macro_rows(ROOT / "kernels/include/turbogelu/family_coeffs.h", "TG_FAMILY_SHAPES")
+    return {
+        f"{fn}_{tier}": (ff, int(df), yf == "true", fd, int(dd), yd == "true")
+        for fn, tier, ff, df, yf, fd, dd, yd in rows
+    }
+
+
+FAMILY_KINDS = ("Plain", "Scaled", "Gated")  # enum class Kind in family.h, in its order
+
+
+def family_kernel(name: str) -> tuple[str, str, str, str] | None:
+    """(dtype, body: unary / binary / pair, shapes (function_tier), kind) of a
+    family_kernel<T, Fn, ...> of family_kernels.cu, from its mangled name; None for any other
+    kernel."""
+    m = re.search(r"family_kernelI(f|d|6__half|13__nv_bfloat16)NS\d*_\d+(Unary|Binary|Pair)Fn"
+                  r"INS_6shapes(\d+)", name)  # fmt: skip
+    if m is None:
+        return None
+    fn = name[m.end() : m.end() + int(m[3])]
+    kind = re.match(r"ELNS_4KindE(\d)E", name[m.end() + int(m[3]) :])
+    kind = FAMILY_KINDS[int(kind[1])] if kind else "Gated"  # (the pair body has no kind)
+    return DTYPE_OF[m[1]], m[2].lower(), fn, kind
+
+
 def describe(name: str) -> str | None:
-    """A readable name for a kernel of gelu_kernels.cu, None for anything else."""
+    """A readable name for a kernel of gelu_kernels.cu or family_kernels.cu, None for anything
+    else."""
     if m := re.search(r"gelu_kernelI(f|d|6__half|13__nv_bfloat16)Li(\d+)ELNS_6SchemeE(\d)ELb(\d)E",
                       name):  # fmt: skip
         scheme = "horner" if m[3] == "0" else "estrin"
@@ -284,6 +346,16 @@ def describe(name: str) -> str | None:
     if m := re.search(r"packed_bf16_kernelILi(\d+)ELb(\d)E", name):
         direction = "backward" if m[2] == "1" else "forward"
         return f"bfloat16 packed {direction} (degree {int(m[1]) - 1})"
+    if found := family_kernel(name):
+        dtype, body, fn, kind = found
+        function, _, tier = fn.rpartition("_")
+        op = next((o for o, f, k in family_ops() if (f, k) == (function, kind)), f"{fn} {kind}")
+        _, df, _, _, dd, _ = family_shapes().get(fn, ("?", -1, False, "?", -1, False))
+        if body == "pair":
+            return f"{dtype} {op} ({tier}) backward (degrees {df}, {dd})"
+        if body == "unary" or kind == "Gated":
+            return f"{dtype} {op} ({tier}) forward (degree {df})"
+        return f"{dtype} {op} ({tier}) backward (degree {dd})"
     return None
 
 
@@ -295,10 +367,13 @@ def resources() -> tuple[str, dict[str, dict]]:
         found = extension_resources(so, cuobjdump)
         if found:
             return f"cuobjdump --dump-resource-usage {so.name} ({cuobjdump})", found
+    usage = {}
+    for source in CUDA_SOURCES:
+        usage.update(compile_resources(source=source))
     return (
-        "ptxas (nvcc --resource-usage), gelu_kernels.cu compiled for sm_90 with the build's"
-        f" flags{'' if cuobjdump else '; no cuobjdump found'}",
-        compile_resources(),
+        f"ptxas (nvcc --resource-usage), {' and '.join(s.name for s in CUDA_SOURCES)} compiled"
+        f" for sm_90 with the build's flags{'' if cuobjdump else '; no cuobjdump found'}",
+        usage,
     )
 
 

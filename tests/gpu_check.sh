@@ -18,11 +18,13 @@
 #              (with ninja or without: tests/gpu_check.py build), against the torch installed
 #              there; a failed build ends the check
 #   resources  the kernels' registers, spills and blocks per SM (tests/gpu_check.py)
-#   tests      tests/test_cuda.py on the GPU: every op, layout and dtype bit-identical to the
-#              CPU kernels, every 16-bit input, opcheck, gradcheck, compile, streams, the grid
-#              against the occupancy, a bfloat16 tensor of more than 2^31 elements on slices
+#   tests      tests/test_cuda.py and test_cuda_family.py on the GPU: every op (GELU's and the
+#              activation family's), layout and dtype bit-identical to the CPU kernels, every
+#              tail and 16-byte offset, every 16-bit input, opcheck, gradcheck, compile,
+#              streams, the grid against the occupancy, a bfloat16 tensor of more than 2^31
+#              elements on slices
 #   memcheck   compute-sanitizer --tool memcheck over tests/cuda_memcheck.py (every tail and
-#              16-byte offset, tensors of at most 1M elements)
+#              16-byte offset, tensors of at most 1M elements; the family's ops up to 4099)
 #   bench-1m   python -m experiments.bench_cuda, 1M elements, 50 rounds x 100 calls
 #   bench-sweep  the same, 64K ... 256M elements (GB/s against a device copy / torch.mul)
 #
@@ -311,11 +313,12 @@ else
 fi
 SELECT=()
 [[ -n "${GPU_CHECK_TESTS:-}" ]] && SELECT=(-k "$GPU_CHECK_TESTS")
-step tests 110 "${TEST_ENV[@]}" "$PY" -m pytest tests/test_cuda.py -q -rs -p no:cacheprovider \
+step tests 150 "${TEST_ENV[@]}" "$PY" -m pytest tests/test_cuda.py tests/test_cuda_family.py \
+  -q -rs -p no:cacheprovider \
   --maxfail=50 --junitxml="$LOG/test_cuda.xml" ${SELECT[@]+"${SELECT[@]}"}
 TESTS="$("$PY" tests/gpu_check.py junit "$LOG/test_cuda.xml")"
 row tests "$(result): $(head -1 <<<"$TESTS")"
-note "- tests/test_cuda.py$([[ $DRY -eq 1 ]] && echo ' (against the CPU kernels)'): $TESTS"
+note "- tests/test_cuda.py, test_cuda_family.py$([[ $DRY -eq 1 ]] && echo ' (against the CPU kernels)'): $TESTS"
 if [[ $RC -ne 0 ]]; then CORRECT=FAILED; fi
 if [[ $DRY -eq 0 ]] && grep -q "no CUDA device" <<<"$TESTS"; then
   CORRECT=FAILED

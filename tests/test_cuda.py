@@ -154,7 +154,7 @@ def ptx_kernels() -> dict[str, str]:
     return {p.split("(", 1)[0]: p for p in parts}
 
 
-KUNROLL = 2  # kUnroll in gelu_kernels.cu: 16-byte packs per thread per loop trip
+KUNROLL = 2  # kUnroll in elementwise.cuh: 16-byte packs per thread per loop trip
 ELEMENT_BYTES = {"f": 4, "d": 8, "6__half": 2, "13__nv_bfloat16": 2}
 
 

@@ -1,13 +1,14 @@
 // The activation family's CPU operators (sigmoid, tanh, silu, softcap, swiglu; turbogelu/
 // family.h): family_common.h's semantics over the kernels of the instruction set the calling
-// thread runs, split over threads and stored exactly as GELU's are (dispatch.h).
+// thread runs, split over threads and stored exactly as GELU's are (dispatch.h), registered
+// by family_library.h; and the Autograd guards of the mutating forms, for every device.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/library.h>
 
 #include "dispatch.h"
-#include "turbogelu/family_common.h"
+#include "turbogelu/family_library.h"
 
 namespace turbogelu {
 namespace {
@@ -78,63 +79,8 @@ struct CpuFamilyBackend {
     });
   }
 };
-using Ops = ops::FamilyOps<CpuFamilyBackend>;
-
-// ---------------------------------------------------------------- the schemas' signatures
-
 using T = at::Tensor;
 using S = c10::string_view;
-
-template <FamilyOp Op>
-T unary(const T& x, S backward, S tier) {
-  return Ops::forward(Op, x, 1.0, backward, tier);
-}
-template <FamilyOp Op>
-void unary_out(const T& x, S tier, const T& out) {
-  Ops::forward_out(Op, x, 1.0, tier, out);
-}
-template <FamilyOp Op>
-void unary_inplace(const T& x, S tier) {
-  Ops::forward_out(Op, x, 1.0, tier, x);
-}
-template <FamilyOp Op>
-T unary_backward(const T& grad, const T& x, S bw, S tier) {
-  return Ops::backward(Op, grad, x, 1.0, bw, tier);
-}
-template <FamilyOp Op>
-void unary_backward_out(const T& grad, const T& x, S bw, S tier, const T& out) {
-  Ops::backward_out(Op, grad, x, 1.0, bw, tier, out);
-}
-
-T softcap(const T& x, double cap, S backward, S tier) {
-  return Ops::forward(kFamily_softcap, x, cap, backward, tier);
-}
-void softcap_out(const T& x, double cap, S tier, const T& out) {
-  Ops::forward_out(kFamily_softcap, x, cap, tier, out);
-}
-void softcap_inplace(const T& x, double cap, S tier) {
-  Ops::forward_out(kFamily_softcap, x, cap, tier, x);
-}
-T softcap_backward(const T& grad, const T& x, double cap, S bw, S tier) {
-  return Ops::backward(kFamily_softcap, grad, x, cap, bw, tier);
-}
-void softcap_backward_out(const T& grad, const T& x, double cap, S bw, S tier, const T& out) {
-  Ops::backward_out(kFamily_softcap, grad, x, cap, bw, tier, out);
-}
-
-T swiglu(const T& a, const T& b, S backward, S tier) {
-  return Ops::gated(kFamily_swiglu, a, b, backward, tier);
-}
-void swiglu_out(const T& a, const T& b, S tier, const T& out) {
-  Ops::gated_out(kFamily_swiglu, a, b, tier, out);
-}
-std::tuple<T, T> swiglu_backward(const T& grad, const T& a, const T& b, S bw, S tier) {
-  return Ops::gated_backward(kFamily_swiglu, grad, a, b, bw, tier);
-}
-void swiglu_backward_out(const T& grad, const T& a, const T& b, S bw, S tier, const T& grad_a,
-                         const T& grad_b) {
-  Ops::gated_backward_out(kFamily_swiglu, grad, a, b, bw, tier, grad_a, grad_b);
-}
 
 // ---------------------------------------------------------------- autograd guards
 // As GELU's (gelu_ops.cpp): the mutating forms have no derivative; refuse when a gradient
@@ -216,27 +162,7 @@ void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, S tier, co
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
-#define TG_UNARY(op)                                      \
-  m.impl(#op, &unary<kFamily_##op>);                      \
-  m.impl(#op ".out", &unary_out<kFamily_##op>);           \
-  m.impl(#op "_", &unary_inplace<kFamily_##op>);          \
-  m.impl(#op "_backward", &unary_backward<kFamily_##op>); \
-  m.impl(#op "_backward.out", &unary_backward_out<kFamily_##op>);
-  TG_UNARY(sigmoid)
-  TG_UNARY(tanh)
-  TG_UNARY(silu)
-#undef TG_UNARY
-  m.impl("softcap", &softcap);
-  m.impl("softcap.out", &softcap_out);
-  m.impl("softcap_", &softcap_inplace);
-  m.impl("softcap_backward", &softcap_backward);
-  m.impl("softcap_backward.out", &softcap_backward_out);
-  m.impl("swiglu", &swiglu);
-  m.impl("swiglu.out", &swiglu_out);
-  m.impl("swiglu_backward", &swiglu_backward);
-  m.impl("swiglu_backward.out", &swiglu_backward_out);
-}
+TORCH_LIBRARY_IMPL(turbogelu, CPU, m) { ops::impl_family_ops<CpuFamilyBackend>(m); }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
 #define TG_UNARY(op)                                \

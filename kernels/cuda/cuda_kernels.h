@@ -1,12 +1,13 @@
-// The CUDA kernels' launchers, between gelu_kernels.cu (device code, compiled by nvcc, no
-// torch headers: it compiles in seconds) and gelu_cuda.cpp (the ops, compiled by the host
-// compiler against c10/cuda).
+// The CUDA kernels' launchers, between the .cu files (device code, compiled by nvcc, no
+// torch headers: each compiles in seconds) and the ops (gelu_cuda.cpp, family_cuda.cpp,
+// compiled by the host compiler against c10/cuda).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "turbogelu/family.h"
 #include "turbogelu/poly_eval.h"
 
 namespace turbogelu {
@@ -43,6 +44,22 @@ cudaError_t forward_packed_bf16(const void* x, void* out, int64_t n, const PolyC
                                 cudaStream_t stream);
 cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int64_t n,
                                  const PolyCoeffs& k, cudaStream_t stream);
+
+// The activation family (family_kernels.cu): op's element function (family_eval.h, chosen by
+// its kind in family.h) with the call c, over n elements of dtype, on `stream` of the current
+// device; pointers as for forward (aligned to their element; an output may be an input, never
+// a partial overlap). cudaErrorInvalidValue when op has no such launcher (unary: Plain and
+// Scaled; pair: Gated); cudaSuccess when n = 0.
+//   family_unary   out = f(x)                       Plain / Scaled forward
+//   family_binary  out = f(a, b)                    their backward (a = grad, b = x), Gated forward
+//   family_pair    out_a, out_b = f(g, a, b)        Gated backward
+cudaError_t family_unary(FamilyOp op, Tier tier, DType dtype, const void* x, void* out, int64_t n,
+                         const FamilyCall& c, cudaStream_t stream);
+cudaError_t family_binary(FamilyOp op, Tier tier, DType dtype, const void* a, const void* b,
+                          void* out, int64_t n, const FamilyCall& c, cudaStream_t stream);
+cudaError_t family_pair(FamilyOp op, Tier tier, DType dtype, const void* g, const void* a,
+                        const void* b, void* out_a, void* out_b, int64_t n, const FamilyCall& c,
+                        cudaStream_t stream);
 
 // The grid of the last launch in this process (any thread, any of the kernels above): its
 // blocks, the blocks of that kernel resident per SM (from the occupancy API) and the SMs.

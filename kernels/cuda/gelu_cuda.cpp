@@ -13,24 +13,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda_backend.h"
 #include "cuda_kernels.h"
 #include "turbogelu/ops_common.h"
 
 namespace turbogelu {
 namespace {
-
-cuda::DType dtype_of(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat:
-      return cuda::kF32;
-    case at::kHalf:
-      return cuda::kF16;
-    case at::kBFloat16:
-      return cuda::kBF16;
-    default:
-      return cuda::kF64;  // ops::check_dtype has refused everything else
-  }
-}
 
 // The packed bfloat16 set standing for a float32 coefficient set, or nullptr. Identified by
 // address: ops::forward_coeffs / backward_coeffs return the generated objects themselves.
@@ -55,19 +43,8 @@ const PolyCoeffs* packed_path(const at::Tensor& x, const PolyCoeffs& k) {
   return p;
 }
 
-struct CudaBackend {
-  // Every tensor on x's CUDA device (the dispatcher picks this kernel when any is on CUDA).
-  static void check_device(const at::Tensor& t, const at::Tensor& x, const char* op,
-                           const char* what) {
-    TORCH_CHECK(t.is_cuda() && t.device() == x.device(), "turbogelu.", op, ": expected ", what,
-                " on ", x.is_cuda() ? x.device() : c10::Device(c10::kCUDA),
-                " (this is the CUDA kernel and x is on ", x.device(), "), got a tensor on ",
-                t.device());
-  }
-  struct Guard {
-    explicit Guard(const at::Tensor& x) : guard(x.device()) {}
-    c10::cuda::CUDAGuard guard;
-  };
+// Device check and guard: cuda_backend.h's.
+struct CudaBackend : cuda::DeviceBackend {
   static void check_degree(const PolyCoeffs& k) {
     TORCH_CHECK(cuda::has_degree(k.degree), "turbogelu: no CUDA kernel compiled for degree ",
                 k.degree);
@@ -75,25 +52,25 @@ struct CudaBackend {
   static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
     if (const PolyCoeffs* p = packed_path(x, k)) {
       C10_CUDA_CHECK(cuda::forward_packed_bf16(x.const_data_ptr(), out.data_ptr(), x.numel(), *p,
-                                               c10::cuda::getCurrentCUDAStream().stream()));
+                                               cuda::current_stream()));
       return;
     }
     check_degree(k);
-    C10_CUDA_CHECK(cuda::forward(dtype_of(x), x.const_data_ptr(), out.data_ptr(), x.numel(), k,
-                                 current_scheme(), c10::cuda::getCurrentCUDAStream().stream()));
+    C10_CUDA_CHECK(cuda::forward(cuda::dtype_of(x), x.const_data_ptr(), out.data_ptr(), x.numel(),
+                                 k, current_scheme(), cuda::current_stream()));
   }
   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
                               const PolyCoeffs& k) {
     if (const PolyCoeffs* p = packed_path(x, k)) {
       C10_CUDA_CHECK(cuda::backward_packed_bf16(g.const_data_ptr(), x.const_data_ptr(),
                                                 out.data_ptr(), x.numel(), *p,
-                                                c10::cuda::getCurrentCUDAStream().stream()));
+                                                cuda::current_stream()));
       return;
     }
     check_degree(k);
-    C10_CUDA_CHECK(cuda::backward(dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
+    C10_CUDA_CHECK(cuda::backward(cuda::dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
                                   out.data_ptr(), x.numel(), k, current_scheme(),
-                                  c10::cuda::getCurrentCUDAStream().stream()));
+                                  cuda::current_stream()));
   }
 };
 using CudaOps = ops::GeluOps<CudaBackend>;
