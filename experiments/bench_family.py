@@ -80,7 +80,7 @@ OUT_FROM = 1 << 26  # from this size on, every row writes into a preallocated ou
 ELEMENTS_PER_BATCH = 1 << 22
 # Rounds of the full run, sized so that the family's part of `make reproduce` stays under 8
 # minutes on the 2-core build machine (see experiments/README.md for the measured time).
-ROUNDS, DRAM_ROUNDS = 30, 20
+ROUNDS, DRAM_ROUNDS = 20, 20
 QUICK_ROUNDS = 5
 LLC_ASSUMED = 64 << 20  # where the CPU reports no cache size (as the kernels' store rule)
 
