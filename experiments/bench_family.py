@@ -79,7 +79,10 @@ PAPER_HBM_SIZE = 1 << 28  # the paper's HBM column: --family-paper-size adds it
 OUT_FROM = 1 << 26  # from this size on, every row writes into a preallocated output (out=)
 ELEMENTS_PER_BATCH = 1 << 22
 # Rounds of the full run, sized so that the family's part of `make reproduce` stays under 8
-# minutes on the 2-core build machine (see experiments/README.md for the measured time).
+# minutes on the 2-core build machine: a round costs about 3.6 s at 1M and 4M together and
+# 13 s at 64M (all functions, directions, dtypes, 1 and 2 threads); the full run (20 and 20
+# rounds, with warm-up and inputs) took 389 s there, with other work on the machine (load
+# average 1.4-3). 20 DRAM rounds: bench_targets.DRAM_MIN_ROUNDS, as GELU's DRAM targets.
 ROUNDS, DRAM_ROUNDS = 20, 20
 QUICK_ROUNDS = 5
 LLC_ASSUMED = 64 << 20  # where the CPU reports no cache size (as the kernels' store rule)
