@@ -31,6 +31,11 @@ Parts (``--parts``, all by default):
   polynomial (and its default program, where that is another) and the limit, every row below
   the autograd layer.
 
+* ``family`` (``--family``, or named in ``--parts``; not among the default parts, ``make
+  reproduce`` runs it): the activation family (sigmoid, tanh, SiLU, softcap, SwiGLU) against
+  PyTorch's eager ops, forward and backward, at 1M, 4M and 64M (``out=``) elements, 1 and all
+  threads, with the limit rows and the paper's Table 3 beside them: ``experiments.bench_family``.
+
 After the parts, ``experiments.bench_targets`` evaluates the speed targets from the run's rows:
 printed, and written beside ``--out`` (``results/bench_targets.json``).
 
@@ -58,11 +63,12 @@ the plots from that file. torch is imported inside functions only, so importing 
 (the CLI does) does not import torch.
 
 Where things are: this module runs the parts (``run_protocol``, ``run_sweep``, ``run_degree``,
-``run_grain``, ``run_methods``) and is the entry the notebooks and the tests use (``bench.*``
-also gives the names below); the rows and their switches are in ``bench_variants``, the
-timing in ``bench_timing``, the check of the baselines timed alone in ``bench_alone``, the
-command line in ``bench_cli``, the machine description and the results file's writer in
-``records``, the tables and figures in ``bench_report``, the targets in ``bench_targets``.
+``run_grain``, ``run_methods``; the family's, ``bench_family.run_family``) and is the entry
+the notebooks and the tests use (``bench.*`` also gives the names below); the rows and their
+switches are in ``bench_variants``, the timing in ``bench_timing``, the check of the baselines
+timed alone in ``bench_alone``, the command line in ``bench_cli``, the machine description and
+the results file's writer in ``records``, the tables and figures in ``bench_report``, the
+targets in ``bench_targets``.
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import sys
 import time
 
-from . import bench_report
+from . import bench_family, bench_report
 from .bench import (
     DEFAULT_MAX_MEMORY_GIB,
     GRAIN_ELEMENTS_PER_BATCH,
@@ -42,7 +43,8 @@ from .bench_variants import (
 )
 from .records import describe_machine, machine_info, write_jsonl
 
-PARTS = ("protocol", "sweep", "degree")
+PARTS = ("protocol", "sweep", "degree", "family")
+DEFAULT_PARTS = "protocol,sweep,degree"  # the family: --family, or named in --parts
 DEFAULT_OUT = "results/bench.jsonl"
 
 
@@ -73,7 +75,58 @@ def add_arguments(p) -> None:
         help="only measure the parallel-grain crossover (1 thread vs all threads over sizes)",
     )
     p.add_argument(
-        "--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (all)"
+        "--parts",
+        default=DEFAULT_PARTS,
+        help=f"comma-separated, of {', '.join(PARTS)} (default {DEFAULT_PARTS}; family: the"
+        " activation family's benchmark, experiments/bench_family.py)",
+    )
+    p.add_argument(
+        "--family",
+        action="store_true",
+        help="the activation family's benchmark (sigmoid, tanh, silu, softcap, swiglu against"
+        " PyTorch's eager ops, the paper's Table 3 beside it): alone, or with the parts that"
+        " --parts names",
+    )
+    p.add_argument(
+        "--functions",
+        default=None,
+        help="the family's functions, comma-separated (default all:"
+        f" {','.join(bench_family.FUNCTIONS)}); implies --family",
+    )
+    p.add_argument(
+        "--family-sizes",
+        default=None,
+        help="the family's sizes (default 1M,4M,64M; --quick 64K,1M); from"
+        f" {bench_report.size_label(bench_family.OUT_FROM)} on, out=",
+    )
+    p.add_argument(
+        "--family-paper-size",
+        action="store_true",
+        help="add the paper's HBM size, 268435456 elements, to the family's sizes (about 5 GiB"
+        " per 16-bit dtype and 10 GiB for float32: raise --max-memory)",
+    )
+    p.add_argument(
+        "--family-threads", default="1,all", help="thread counts of the family (default 1,all)"
+    )
+    p.add_argument(
+        "--family-rounds",
+        type=int,
+        default=None,
+        help=f"the family's rounds in cache-sized rows ({bench_family.ROUNDS};"
+        f" --quick {bench_family.QUICK_ROUNDS})",
+    )
+    p.add_argument(
+        "--family-dram-rounds",
+        type=int,
+        default=None,
+        help=f"the family's rounds from {bench_report.size_label(bench_family.OUT_FROM)}"
+        f" elements on ({bench_family.DRAM_ROUNDS}; --quick {bench_family.QUICK_ROUNDS})",
+    )
+    p.add_argument(
+        "--softcap-cap",
+        type=float,
+        default=bench_family.SOFTCAP_CAP,
+        help=f"softcap's c (default {bench_family.SOFTCAP_CAP:g}: Gemma 2's attention softcap)",
     )
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     p.add_argument(
@@ -215,8 +268,24 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     if set(parts) - set(PARTS):
         return _error(f"unknown part(s) {sorted(set(parts) - set(PARTS))}; choose from {PARTS}")
+    if args.family or args.functions:
+        parts = (
+            ["family"] if args.parts == DEFAULT_PARTS else list(dict.fromkeys([*parts, "family"]))
+        )
+    functions = tuple(args.functions.split(",")) if args.functions else bench_family.FUNCTIONS
+    bad = [f for f in functions if f not in bench_family.FUNCTIONS]
+    if bad:
+        return _error(f"unknown function(s) {bad}; the family: {', '.join(bench_family.FUNCTIONS)}")
+    try:
+        family_sizes = _int_list(args.family_sizes) if args.family_sizes else None
+    except ValueError:
+        return _error(f"--family-sizes: not a list of sizes: {args.family_sizes!r}")
+    if not (args.softcap_cap > 0 and math.isfinite(args.softcap_cap)):
+        return _error(f"--softcap-cap must be positive and finite, got {args.softcap_cap}")
     if not on_cpu:
-        parts = [p for p in parts if p == "protocol"]  # the sweep and degree parts: CPU
+        if "family" in parts:
+            print("bench: the family's benchmark runs on the CPU only; left out", file=sys.stderr)
+        parts = [p for p in parts if p == "protocol"]  # the sweep, degree and family parts: CPU
     methods = args.methods.split(",") if args.methods else None
     if methods is not None:
         known = set(METHODS["forward"]) | set(METHODS["backward"])
@@ -390,6 +459,57 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                 " row called below the autograd layer, as poly_gelu (which has none)\n"
             )
             print(bench_report.degree_table(bench_report.add_ratios(recs)))
+
+        if "family" in parts:
+            if family_sizes is None:
+                family_sizes = list(bench_family.QUICK_SIZES if quick else bench_family.SIZES)
+            if args.family_paper_size and bench_family.PAPER_HBM_SIZE not in family_sizes:
+                family_sizes.append(bench_family.PAPER_HBM_SIZE)
+            threads_list = sorted(
+                {all_threads if t == "all" else int(t) for t in args.family_threads.split(",")}
+            )
+            q_rounds = bench_family.QUICK_ROUNDS
+            rounds = args.family_rounds or (q_rounds if quick else bench_family.ROUNDS)
+            dram_rounds = args.family_dram_rounds or (
+                q_rounds if quick else bench_family.DRAM_ROUNDS
+            )
+            calls = args.calls or (10 if quick else SEED_CALLS)
+            t0 = time.perf_counter()
+            if progress:
+                print(
+                    f"family: {', '.join(functions)}, sizes {family_sizes}, threads"
+                    f" {threads_list} ...",
+                    file=sys.stderr,
+                )
+            recs = bench_family.run_family(
+                functions,
+                directions,
+                dtypes,
+                family_sizes,
+                threads_list,
+                rounds=rounds,
+                dram_rounds=dram_rounds,
+                calls=calls,
+                cap=args.softcap_cap,
+                max_memory=args.max_memory,
+                skipped=skipped,
+                progress=progress,
+            )
+            records += recs
+            save(recs)
+            llc, assumed = bench_family.last_level_cache()
+            print(
+                f"\n## Activation family: PyTorch eager vs turbogelu, {rounds} rounds"
+                f" ({dram_rounds} from {bench_report.size_label(bench_family.OUT_FROM)}"
+                f" elements, out=) x max(1, min({calls}, {bench_family.ELEMENTS_PER_BATCH} /"
+                f" size)) calls, threads {threads_list}, softcap c ="
+                f" {args.softcap_cap:g}; data: cache when a call's bytes fit in half the"
+                f" last-level cache ({llc >> 20} MiB{', assumed' if assumed else ''}), else"
+                f" DRAM ({time.perf_counter() - t0:.0f} s)\n"
+            )
+            print(bench_report.family_table(recs))
+            print()
+            print(bench_report.table3(recs))
 
     if skipped:
         print("\nSkipped:")

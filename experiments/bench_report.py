@@ -11,8 +11,8 @@ notebook draws the same tables and plots as the CLI:
     br.plot_sweep(rows, "forward", "fig/sweep_forward.png")
     br.plot_degrees(rows, "fig/degrees.png")
 
-Ratios (``add_ratios``): within a group (bench, direction, dtype, size, threads, device,
-out mode), ``vs_turbogelu`` = p50 / p50 of the "turbogelu" row (the seed's "speedup vs
+Ratios (``add_ratios``): within a group (bench, kernel, direction, dtype, size, threads,
+device, out mode), ``vs_turbogelu`` = p50 / p50 of the "turbogelu" row (the seed's "speedup vs
 turbo": above 1, turbogelu is faster), ``limit_us`` = the fastest limit row of the group (for
 ``out=`` and in place: of the ``out=`` limit rows), ``per_limit`` = p50 / limit_us.
 No torch and no matplotlib at import.
@@ -68,6 +68,7 @@ def _rows(src) -> list[dict]:
 def _group(r: dict, mode: str | None = None) -> tuple:
     return (
         r.get("bench"),
+        r.get("kernel"),  # the family's functions share a group's other labels
         r.get("direction"),
         r.get("dtype"),
         r.get("size"),
@@ -528,6 +529,133 @@ def ratio_table(src) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- the activation family
+
+
+def family_summary(src) -> list[dict]:
+    """One entry per (function, direction, dtype, size, threads) of the family's rows
+    (``bench="family"``, ``experiments.bench_family``): PyTorch's eager median
+    (``torch_us``), turbogelu's (``turbogelu_us``), ``speedup`` = PyTorch / turbogelu, the
+    fastest limit row (``limit_row``, ``limit_us``), ``per_limit`` = turbogelu / limit, the
+    row's ``residency`` and output mode, and ``paper``: the paper's Table 3 figure beside it
+    (``bench_family.paper_speedup``; None where the paper has no such row)."""
+    from .bench_family import FUNCTIONS, paper_speedup
+
+    rows = [r for r in add_ratios(_rows(src)) if r.get("bench") == "family"]
+    groups: dict[tuple, dict[str, dict]] = {}
+    for r in rows:
+        key = (r["function"], r["direction"], r["dtype"], r["size"], r["threads"])
+        groups.setdefault(key, {})[r["method"]] = r
+    out = []
+
+    def order(k):
+        f, d, t, n, th = k
+        fi = FUNCTIONS.index(f) if f in FUNCTIONS else len(FUNCTIONS)
+        return (fi, f, DIRECTIONS.index(d), _dtype_key(t), n, th)
+
+    for key in sorted(groups, key=order):
+        f, d, t, n, th = key
+        grp = groups[key]
+        tg, native = grp.get("turbogelu"), grp.get("torch eager")
+        limits = [r for r in grp.values() if r.get("provider") == "limit"]
+        limit = min(limits, key=lambda r: r["p50_us"]) if limits else None
+        ref = tg or native or limit
+        where = ref.get("residency")
+        out.append(
+            {
+                "function": f,
+                "direction": d,
+                "dtype": t,
+                "size": n,
+                "threads": th,
+                "out_mode": ref.get("out_mode", "alloc"),
+                "residency": where,
+                "torch_us": native and native["p50_us"],
+                "turbogelu_us": tg and tg["p50_us"],
+                "speedup": native["p50_us"] / tg["p50_us"] if tg and native else None,
+                "limit_row": limit and limit["method"],
+                "limit_us": limit and limit["p50_us"],
+                "per_limit": tg["p50_us"] / limit["p50_us"] if tg and limit else None,
+                "paper": paper_speedup(f, d, t, n, where or ""),
+                "rounds": ref.get("rounds"),
+                "cap": ref.get("cap"),
+            }
+        )
+    return out
+
+
+def _paper(v: float | None) -> str:
+    """A figure of the paper, as printed there (three decimals)."""
+    return "" if v is None else f"{v:.3f}x"
+
+
+def family_table(src) -> str:
+    """The family's rows as one table: PyTorch's eager op and turbogelu's (median us), the
+    ratio PyTorch / turbogelu, the limit row beside it and turbogelu / limit, the row's
+    data (cache or DRAM) and the paper's GB200 speedup (Table 3: float16 only, its 4M column
+    beside our 4M rows, its 268M (HBM) column beside our DRAM rows; blank where it has no
+    row)."""
+    from .bench_family import PAPER_MACHINE
+
+    lines = [
+        "| function | direction | dtype | size | threads | output | data | PyTorch us"
+        f" | turbogelu us | PyTorch / turbogelu | limit row | limit us | turbogelu / limit"
+        f" | paper {PAPER_MACHINE} |",
+        "|---|---|---|---:|---:|---|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for e in family_summary(src):
+        lines.append(
+            f"| {e['function']} | {e['direction']} | {e['dtype']} | {size_label(e['size'])}"
+            f" | {e['threads']} | {e['out_mode']} | {e['residency'] or ''}"
+            f" | {fmt_us(e['torch_us'])} | {fmt_us(e['turbogelu_us'])} | {_x(e['speedup'])}"
+            f" | {(e['limit_row'] or '').removeprefix('limit: ')} | {fmt_us(e['limit_us'])}"
+            f" | {_r(e['per_limit'])} | {_paper(e['paper'])} |"
+        )
+    return "\n".join(lines)
+
+
+def table3(src) -> str:
+    """The paper's Table 3 beside this machine: per direction and function, the paper's
+    GB200 float16 speedups (PyTorch / polynomial) at 4M elements (L2) and 268M (HBM) and
+    ours (PyTorch / turbogelu, float16) at 4M and at the largest DRAM size of the rows, per
+    thread count. Blank where the paper has no row (SwiGLU, softcap, SiLU's backward) or
+    the run no float16 rows; the paper's GELU row is set beside GELU's benchmark instead
+    (a note under the table)."""
+    from .bench_family import FUNCTIONS, PAPER_DTYPE, PAPER_L2_SIZE, PAPER_MACHINE, PAPER_TABLE3
+
+    entries = [e for e in family_summary(src) if e["dtype"] == PAPER_DTYPE]
+    threads = sorted({e["threads"] for e in entries}) or [1]
+    dram = [e["size"] for e in entries if e["residency"] == "DRAM"]
+    big = max(dram) if dram else None
+    by = {(e["direction"], e["function"], e["size"], e["threads"]): e for e in entries}
+    head = ["direction", "function", "paper's program", f"paper {PAPER_MACHINE} 4M (L2)"]
+    head += [f"here 4M, {t} thr" for t in threads]
+    head += [f"paper {PAPER_MACHINE} 268M (HBM)"]
+    if big is not None:
+        head += [f"here {size_label(big)} (DRAM), {t} thr" for t in threads]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
+    for d in DIRECTIONS:
+        for f in FUNCTIONS:
+            program, l2, hbm = PAPER_TABLE3.get((d, f), ("", None, None))
+            cells = [d, f, program, _paper(l2)]
+            cells += [_x(by.get((d, f, PAPER_L2_SIZE, t), {}).get("speedup")) for t in threads]
+            cells.append(_paper(hbm))
+            if big is not None:
+                cells += [_x(by.get((d, f, big, t), {}).get("speedup")) for t in threads]
+            lines.append("| " + " | ".join(cells) + " |")
+    notes = [
+        f"The paper's {f.upper()} {d} row ({v[0]}: {_paper(v[1])} at 4M, {_paper(v[2])} at"
+        " 268M) is not the family's: GELU's own benchmark (protocol, sweep) times GELU."
+        for (d, f), v in PAPER_TABLE3.items()
+        if f not in FUNCTIONS
+    ]
+    notes.append(
+        f"paper: {PAPER_MACHINE}, float16, native PyTorch / packed polynomial CUDA kernel;"
+        f" here: this CPU, {PAPER_DTYPE}, PyTorch eager / turbogelu (accurate tier)."
+    )
+    return "\n".join(lines + [""] + notes)
+
+
 # ---------------------------------------------------------------- the seeds' published tables
 
 
@@ -652,6 +780,8 @@ __all__: Sequence[str] = (
     "add_ratios",
     "alone_summary",
     "degree_table",
+    "family_summary",
+    "family_table",
     "load",
     "load_seed_tables",
     "plot_all",
@@ -670,4 +800,5 @@ __all__: Sequence[str] = (
     "speedup_table",
     "summary_ratios",
     "sweep_table",
+    "table3",
 )

@@ -65,6 +65,28 @@ DRAM_MIN_ROUNDS = 20
 DIRECTIONS = ("forward", "backward")
 DTYPES = ("float32", "float16", "bfloat16")
 
+# The activation family's targets (issue 17, "Speed"), on its rows (bench="family",
+# experiments.bench_family), medians of interleaved rounds:
+# * every row: turbogelu no slower than PyTorch's eager op (PyTorch / turbogelu >= 1);
+# * every row labelled DRAM: turbogelu <= FAMILY_DRAM_FACTOR x the fastest limit row of its
+#   group (a copy for the unary forward, a two-input op for SwiGLU's forward and the unary
+#   backward, the 3-in/2-out bytes for SwiGLU's backward);
+# * every one-thread row at FAMILY_SPEEDUP_SIZE elements (both directions): PyTorch /
+#   turbogelu >= FAMILY_SPEEDUPS[16-bit or float32][function]. One thread, as GELU's protocol
+#   targets and the issue's own figures: these are the compute-bound targets, and on a shared
+#   2-core machine a two-thread call of 1M elements mostly measures the neighbours (its
+#   parallel region waits for the busy core's time slice: in one run a 1M float16 copy took
+#   14 ms on two threads against 0.2 ms on one).
+FAMILY_NOT_SLOWER = 1.0
+FAMILY_DRAM_FACTOR = 1.05
+FAMILY_SPEEDUP_SIZE = 1 << 20
+FAMILY_SPEEDUP_THREADS = 1
+FAMILY_SPEEDUPS: dict[str, dict[str, float]] = {
+    "16-bit": {"sigmoid": 2.0, "tanh": 4.0, "silu": 2.0, "softcap": 4.0, "swiglu": 2.0},
+    "float32": {"sigmoid": 1.0, "tanh": 1.0, "silu": 1.0, "softcap": 1.5, "swiglu": 1.0},
+}
+FAMILY_PYTORCH = "torch eager"
+
 
 def _us(t: float | None) -> str:
     if t is None:
@@ -216,13 +238,126 @@ def baseline_checks(rows: Sequence[dict]) -> dict:
     }
 
 
+def _dtype_class(dtype: str) -> str | None:
+    return "16-bit" if dtype in ("float16", "bfloat16") else dtype if dtype == "float32" else None
+
+
+def family_targets(rows: Sequence[dict]) -> tuple[list[dict], list[str]]:
+    """The family's targets (``FAMILY_*``) on the rows with ``bench="family"`` and their
+    ratios (``bench_report.add_ratios``): one verdict per target and row group, each with
+    ``target`` ("not_slower", "speedup" or "dram"), the group's labels, the medians,
+    ``need`` (the factor asked for), ``bound_us`` and ``met``; and messages for what could not
+    be evaluated."""
+    fam = [r for r in rows if r.get("bench") == "family"]
+    groups: dict[tuple, dict[str, dict]] = {}
+    for r in fam:
+        key = (r["function"], r["direction"], r["dtype"], r["size"], r["threads"])
+        groups.setdefault(key, {})[r["method"]] = r
+    out, missing = [], []
+    for key, grp in groups.items():
+        f, d, t, n, th = key
+        where = f"family {f} {d} {t} {n} elements {th} thread(s)"
+        tg, native = grp.get(TURBOGELU), grp.get(FAMILY_PYTORCH)
+        limits = [r for r in grp.values() if r.get("provider") == "limit"]
+        if tg is None:
+            missing.append(f"{where}: no turbogelu row")
+            continue
+        base = {
+            "function": f,
+            "direction": d,
+            "dtype": t,
+            "size": n,
+            "threads": th,
+            "out_mode": tg.get("out_mode", "alloc"),
+            "residency": tg.get("residency"),
+            "turbogelu_us": tg["p50_us"],
+            "rounds": tg.get("rounds"),
+        }
+        if native is None:
+            missing.append(f"{where}: no PyTorch row")
+        else:
+            speedup = native["p50_us"] / tg["p50_us"]
+            base_t = {**base, "torch_us": native["p50_us"], "speedup": speedup}
+            out.append(
+                {
+                    **base_t,
+                    "target": "not_slower",
+                    "need": FAMILY_NOT_SLOWER,
+                    "bound_us": native["p50_us"] / FAMILY_NOT_SLOWER,
+                    "met": speedup >= FAMILY_NOT_SLOWER,
+                }
+            )
+            need = FAMILY_SPEEDUPS.get(_dtype_class(t) or "", {}).get(f)
+            if n == FAMILY_SPEEDUP_SIZE and th == FAMILY_SPEEDUP_THREADS and need is not None:
+                out.append(
+                    {
+                        **base_t,
+                        "target": "speedup",
+                        "need": need,
+                        "bound_us": native["p50_us"] / need,
+                        "met": speedup >= need,
+                    }
+                )
+        if tg.get("residency") == "DRAM":
+            if not limits:
+                missing.append(f"{where}: DRAM, but no limit row")
+                continue
+            limit = min(limits, key=lambda r: r["p50_us"])
+            rounds = min(tg.get("rounds") or 0, limit.get("rounds") or 0)
+            out.append(
+                {
+                    **base,
+                    "target": "dram",
+                    "limit_row": limit["method"],
+                    "limit_us": limit["p50_us"],
+                    "per_limit": tg["p50_us"] / limit["p50_us"],
+                    "need": FAMILY_DRAM_FACTOR,
+                    "bound_us": FAMILY_DRAM_FACTOR * limit["p50_us"],
+                    "met": tg["p50_us"] <= FAMILY_DRAM_FACTOR * limit["p50_us"],
+                    "rounds": rounds,
+                    "enough_rounds": rounds >= DRAM_MIN_ROUNDS,
+                }
+            )
+    if fam and not any(t["target"] == "speedup" for t in out):
+        missing.append(
+            f"family: no {FAMILY_SPEEDUP_THREADS}-thread rows at {FAMILY_SPEEDUP_SIZE} elements"
+            " (the speedup targets)"
+        )
+    if fam and not any(t["target"] == "dram" for t in out):
+        missing.append("family: no rows labelled DRAM (the limit targets)")
+    return out, missing
+
+
+def evaluate_family(rows: Sequence[dict]) -> dict:
+    """``family_targets`` as a JSON-ready dict: ``targets``, ``missing``, ``all_met`` (None
+    when nothing was evaluated), ``sound`` (no DRAM verdict on fewer than
+    ``DRAM_MIN_ROUNDS`` rounds) and the constants."""
+    targets, missing = family_targets(rows)
+    return {
+        "constants": {
+            "not_slower": FAMILY_NOT_SLOWER,
+            "dram_factor": FAMILY_DRAM_FACTOR,
+            "speedup_size": FAMILY_SPEEDUP_SIZE,
+            "speedup_threads": FAMILY_SPEEDUP_THREADS,
+            "speedups": FAMILY_SPEEDUPS,
+            "dram_min_rounds": DRAM_MIN_ROUNDS,
+        },
+        "targets": targets,
+        "missing": missing,
+        "all_met": all(t["met"] for t in targets) if targets else None,
+        "sound": all(t.get("enough_rounds", True) for t in targets),
+    }
+
+
 def evaluate(rows: Iterable[dict]) -> dict:
     """Both targets and the baseline checks of ``rows`` (one run's), as a JSON-ready dict:
     ``protocol`` and ``dram`` (one entry per evaluated target), ``missing`` (messages),
     ``baselines`` (``baseline_checks``), ``all_met`` (every evaluated target met; None when
     nothing was evaluated), ``sound`` (no evaluated target rests on a suspect baseline or
     on fewer than ``DRAM_MIN_ROUNDS`` rounds), the constants, and the run, machine and quick
-    flag of the rows."""
+    flag of the rows. GELU's targets only: where the rows include the activation family's
+    (``bench="family"``), its own verdicts are under ``family`` (``evaluate_family``), with
+    their own ``all_met``."""
     rows = list(rows)
     proto, missing = protocol_targets(rows)
     dram, missing_dram = dram_targets(rows)
@@ -232,7 +367,7 @@ def evaluate(rows: Iterable[dict]) -> dict:
     all_met = all(t["met"] for t in evaluated) if evaluated else None
     # a verdict resting on a suspect baseline or on too few rounds is not one
     sound = all(not t["suspect_baselines"] and t.get("enough_rounds", True) for t in evaluated)
-    return {
+    result = {
         "run": first.get("run"),
         "quick": first.get("quick"),
         "machine": machine,
@@ -253,11 +388,14 @@ def evaluate(rows: Iterable[dict]) -> dict:
         "all_met": all_met,
         "sound": sound,
     }
+    if any(r.get("bench") == "family" for r in rows):
+        result["family"] = evaluate_family(rows)
+    return result
 
 
 def _met(t: dict) -> str:
     text = "yes" if t["met"] else "**no**"
-    if t["suspect_baselines"]:
+    if t.get("suspect_baselines"):
         text += " (suspect baseline: " + ", ".join(t["suspect_baselines"]) + ")"
     if not t.get("enough_rounds", True):
         text += f" (only {t['rounds']} rounds)"
@@ -271,6 +409,19 @@ def render(result: dict, heading: bool = True) -> str:
     lines = ["## Targets", ""] if heading else []
     if result.get("quick"):
         lines.append("A QUICK run: few rounds of small batches, not a verdict on the targets.")
+    family = result.get("family")
+    gelu = result["protocol"] or result["dram"] or result["baselines"]["checked"]
+    if gelu or family is None:
+        _render_gelu(result, lines)
+    if family is not None:
+        if lines and lines[-1]:
+            lines.append("")
+        lines += render_family(family)
+    return "\n".join(lines)
+
+
+def _render_gelu(result: dict, lines: list[str]) -> None:
+    """GELU's part of ``render``, appended to ``lines``."""
     proto = result["protocol"]
     if proto:
         size = proto[0].get("size")
@@ -354,7 +505,81 @@ def render(result: dict, heading: bool = True) -> str:
     if result["all_met"] is not None and not result["sound"]:
         text += " (but some rest on a suspect baseline or too few rounds: see above)"
     lines += ["", f"Verdict: {text}."]
-    return "\n".join(lines)
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x"
+
+
+def render_family(fam: dict) -> list[str]:
+    """The family's verdicts (``evaluate_family``) as Markdown lines: the speedup targets at
+    ``FAMILY_SPEEDUP_SIZE``, the DRAM targets, the rows slower than PyTorch, what could not
+    be evaluated and the family's verdict."""
+    c = fam["constants"]
+    by: dict[str, list[dict]] = {}
+    for t in fam["targets"]:
+        by.setdefault(t["target"], []).append(t)
+    lines = [
+        "Activation family (issue 17): PyTorch's eager op against turbogelu's, medians of"
+        " interleaved rounds.",
+    ]
+    speed = by.get("speedup", [])
+    if speed:
+        asked = "; ".join(
+            f"{cls}: " + ", ".join(f"{f} {v:g}x" for f, v in fs.items())
+            for cls, fs in c["speedups"].items()
+        )
+        lines += [
+            "",
+            f"Speedup at {c['speedup_size']} elements, {c['speedup_threads']} thread(s),"
+            f" PyTorch / turbogelu at least ({asked}):",
+            "",
+            "| function | direction | dtype | threads | PyTorch us | turbogelu us"
+            " | PyTorch / turbogelu | needed | met |",
+            "|---|---|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for t in speed:
+            lines.append(
+                f"| {t['function']} | {t['direction']} | {t['dtype']} | {t['threads']}"
+                f" | {_us(t['torch_us'])} | {_us(t['turbogelu_us'])} | {_x(t['speedup'])}"
+                f" | {t['need']:g}x | {'yes' if t['met'] else '**no**'} |"
+            )
+    dram = by.get("dram", [])
+    if dram:
+        lines += [
+            "",
+            f"DRAM rows: turbogelu <= {c['dram_factor']:g} x the fastest limit row of the row"
+            f" (out=; medians of >= {c['dram_min_rounds']} rounds asked):",
+            "",
+            "| function | direction | dtype | size | threads | turbogelu us | limit row"
+            " | limit us | turbogelu / limit | met |",
+            "|---|---|---|---:|---:|---:|---|---:|---:|---|",
+        ]
+        for t in dram:
+            lines.append(
+                f"| {t['function']} | {t['direction']} | {t['dtype']} | {t['size']}"
+                f" | {t['threads']} | {_us(t['turbogelu_us'])} | {t['limit_row']}"
+                f" | {_us(t['limit_us'])} | {t['per_limit']:.2f} | {_met(t)} |"
+            )
+    slow = by.get("not_slower", [])
+    if slow:
+        bad = [t for t in slow if not t["met"]]
+        text = f"Never slower than PyTorch: {len(slow) - len(bad)} of {len(slow)} rows"
+        if bad:
+            text += "; slower in: " + "; ".join(
+                f"{t['function']} {t['direction']} {t['dtype']} {t['size']} elements"
+                f" {t['threads']} thread(s) ({_x(t['speedup'])})"
+                for t in bad
+            )
+        lines += ["", text + "."]
+    if fam["missing"]:
+        lines += ["", "Not evaluated:"] + [f"- {m}" for m in fam["missing"]]
+    verdict = {True: "every evaluated target met", False: "NOT every target met"}
+    text = verdict.get(fam["all_met"], "nothing evaluated")
+    if fam["all_met"] is not None and not fam["sound"]:
+        text += " (but some DRAM verdicts rest on too few rounds: see above)"
+    lines += ["", f"Family verdict: {text}."]
+    return lines
 
 
 def json_path(bench_out: str | Path) -> Path:

@@ -59,6 +59,46 @@ def cpu_mhz() -> float | None:
     return None
 
 
+_SC_CACHES = (("L1d", 188), ("L2", 191), ("L3", 194), ("L4", 197))  # glibc's _SC_LEVEL*
+
+
+def cpu_caches() -> dict[str, int]:
+    """The data caches the CPU reports, in bytes ({"L1d", "L2", "L3"}; a level it does not
+    report is left out): glibc's ``sysconf(_SC_LEVEL*_CACHE_SIZE)``, the figures the CPU
+    kernels' store rule reads (kernels/cpu/gelu_ops.cpp), else Linux's
+    /sys/devices/system/cpu/cpu0/cache. Empty where neither tells."""
+    import ctypes
+
+    out: dict[str, int] = {}
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.sysconf.restype = ctypes.c_long
+        for name, code in _SC_CACHES:
+            v = int(libc.sysconf(code))
+            if v > 0:
+                out[name] = v
+    except (OSError, AttributeError):
+        pass
+    if out:
+        return out
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction" or not size:
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1].upper(), 1)
+        try:
+            v = int(size.rstrip("KMGkmg")) * mult
+        except ValueError:
+            continue
+        out["L1d" if level == "1" else f"L{level}"] = v
+    return out
+
+
 def logical_cpus() -> int | None:
     """The CPUs this process may run on (its affinity where the platform tells it)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

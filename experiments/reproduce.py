@@ -4,7 +4,8 @@ Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its 
 
 1. ``table2``   the paper's Table 2 (``results/table2.json``; quick: no floors, no Sollya)
 2. ``accuracy`` exhaustive bf16/fp16 + dense float32 report of each shipped spec
-3. ``bench``    the benchmark (``results/bench.jsonl``; quick: ``--quick``)
+3. ``bench``    the benchmark, GELU's parts and the activation family's
+   (``results/bench.jsonl``; quick: ``--quick``)
 4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
 5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
    into ``reports/notebooks/`` and rendered to HTML beside it (``python -m experiments notebook``)
@@ -59,7 +60,18 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
             _py("report", "--spec", f"data/specs/{s}.json", "--out", f"results/accuracy_{s}.json")
             for s in SPECS
         ],
-        "bench": [_py("bench", *q, "--out", "results/bench.jsonl", "--plots", "results/bench")],
+        "bench": [
+            _py(
+                "bench",
+                *q,
+                "--parts",
+                "protocol,sweep,degree,family",
+                "--out",
+                "results/bench.jsonl",
+                "--plots",
+                "results/bench",
+            )
+        ],  # fmt: skip
         "mnist": [_py("mnist", "all", *q)],
         "notebooks": nb_cmds,
         "sweep": [_py("sweep", "experiments/sweeps/default.json", *q)],
