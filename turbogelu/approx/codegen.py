@@ -429,6 +429,21 @@ def _family_program(name: str, ps, errors: dict, degree: int) -> list[str]:
     ]
 
 
+def family_shape(fn: str, tier: str, doc: dict) -> tuple[str, int, bool, str, int, bool]:
+    """The kernels' shape of one (function, tier) spec, as TG_FAMILY_SHAPES lists it:
+    (forward Form, degree, in x^2, derivative Form, degree, in x^2). The direct and matched
+    derivative share one Form and run at the larger degree of the two (the shorter one padded
+    with leading zero coefficients, _family_program)."""
+    from .polyspec import PolySpec
+
+    fwd, direct, matched = (PolySpec.from_dict(doc[name]) for name in specmod.PARTS)
+    back = {family_form(direct), family_form(matched)}
+    if len(back) != 1:
+        raise ValueError(f"{fn} ({tier}): the direct and matched backward differ in form")
+    (ff, fy), (bf, by) = family_form(fwd), back.pop()
+    return ff, fwd.degree, fy, bf, max(direct.degree, matched.degree), by
+
+
 def render_family(docs: dict[tuple[str, str], dict]) -> str:
     from .polyspec import PolySpec
 
@@ -450,21 +465,15 @@ def render_family(docs: dict[tuple[str, str], dict]) -> str:
     shapes = []
     for (fn, tier), doc in docs.items():
         parts = {name: PolySpec.from_dict(doc[name]) for name in specmod.PARTS}
-        fwd, direct, matched = (parts[n] for n in specmod.PARTS)
-        back = {family_form(direct), family_form(matched)}
-        if len(back) != 1:
-            raise ValueError(f"{fn} ({tier}): the direct and matched backward differ in form")
-        bdeg = max(direct.degree, matched.degree)
+        ff, fdeg, fy, bf, bdeg, by = family_shape(fn, tier, doc)
         lines += ["", f"// {fn}, {tier} tier: {doc['generated_by']}"]
         for name in specmod.PARTS:
-            deg = fwd.degree if name == "forward" else bdeg
+            deg = fdeg if name == "forward" else bdeg
             lines += _family_program(f"{fn}_{tier}_{name}", parts[name], doc[name]["errors"], deg)
         default = "true" if doc["default_backward"] == "direct" else "false"
         lines += [f"inline constexpr bool {fn}_{tier}_default_backward_is_direct = {default};"]
-        (ff, fy), (bf, by) = family_form(fwd), back.pop()
         shapes.append(
-            f"  X({fn}, {tier}, {ff}, {fwd.degree}, {str(fy).lower()}, {bf}, {bdeg}, "
-            f"{str(by).lower()})"
+            f"  X({fn}, {tier}, {ff}, {fdeg}, {str(fy).lower()}, {bf}, {bdeg}, {str(by).lower()})"
         )
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
