@@ -9,7 +9,8 @@ without a Mac, as tests/test_mps.py checks GELU's:
   op's kernels in each tier give the CPU ops' bits (torch.ops.turbogelu.* on the CPU with that
   tier), forward and both derivatives, for every float16 / bfloat16 input and dense float32
   samples with NaN, +-inf, +-0, subnormals and the neighbours of each clamp: the Metal code
-  does family_eval.h's arithmetic (what remains unproven is Apple's compiler and GPU);
+  does family_eval.h's arithmetic (what remains unproven is Apple's compiler and GPU); and so
+  they do compiled with floating-point contraction, which Metal before 3.2 may apply;
 * mps.py's family kernels: registered for every schema; with a fake ``compile_shader`` whose
   kernels compute only from the arguments they are given (with the CPU ops) and the device
   check pointed at the CPU, every op's checks (the CPU's messages), layouts, out= and in-place
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import platform
 import re
 import shutil
 import subprocess
@@ -213,22 +215,70 @@ def test_source_defines_the_kernels_mps_py_calls():
     assert names == want
 
 
+# g++ fuses x * y + z into one fma with -ffp-contract=fast from -O2 on, given an FMA
+# instruction; this program prints what fl(x * 1/2) + p comes to, fused or not.
+CONTRACTION_CANARY = r"""
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {
+  const float x = std::strtof(argv[1], nullptr), p = std::strtof(argv[2], nullptr);
+  const float h = x * 0.5f;
+  const float r = h + p;
+  std::printf("%a\n", r);
+  return argc == 3 ? 0 : 1;
+}
+"""
+
+
+def _contracting_flags() -> list[str] | None:
+    """g++ flags that let it contract a product and a sum into an fma, or None where this
+    machine has no FMA instruction that we know of."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        try:
+            cpuinfo = open("/proc/cpuinfo").read()
+        except OSError:
+            return None
+        if not re.search(r"^flags\s*:.*\bfma\b", cpuinfo, re.M):
+            return None
+        return ["-O2", "-ffp-contract=fast", "-mfma"]
+    if machine in ("aarch64", "arm64"):
+        return ["-O2", "-ffp-contract=fast"]
+    return None
+
+
 def _build(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 
 
-HARNESSES = {"metal3.0": 300, "metal3.1": 310}
+HARNESSES = {"metal3.0": (300, False), "metal3.1": (310, False), "metal3.1-contracted": (310, True)}
 
 
 @pytest.fixture(scope="module", params=list(HARNESSES))
 def harness(request, tmp_path_factory):
+    """The harness built for one Metal version; "contracted": compiled so that g++ fuses each
+    product feeding a sum into an fma (as Metal before 3.2 may, having no fp contract(off)),
+    which must not change a bit either."""
     if GXX is None:
         pytest.skip("g++ not installed")
-    exe = tmp_path_factory.mktemp("family_harness") / "family_harness"
-    cmd = [GXX, "-O1", "-ffp-contract=off", *FLAGS, "-Wno-unused-parameter"]
-    cmd += [f"-D__METAL_VERSION__={HARNESSES[request.param]}", f"-I{STUB}"]
-    cmd += [f"-I{codegen.METAL.parent}"]
+    version, contracted = HARNESSES[request.param]
+    tmp = tmp_path_factory.mktemp("family_harness")
+    flags = ["-O1", "-ffp-contract=off"]
+    if contracted:
+        flags = _contracting_flags()
+        if flags is None:
+            pytest.skip(f"no FMA instruction known on {platform.machine()}")
+        # the canary: with these flags g++ does fuse fl(x * 1/2) + p, where that changes the
+        # result (x = 2^-149: x/2 + 2^-149 rounds to 2^-148, fl(x/2) + 2^-149 is 2^-149)
+        (tmp / "canary.cpp").write_text(CONTRACTION_CANARY)
+        _build([GXX, *flags, "-x", "c++", str(tmp / "canary.cpp"), "-o", str(tmp / "canary")])
+        proc = subprocess.run([str(tmp / "canary"), "0x1p-149", "0x1p-149"], capture_output=True,
+                              text=True, check=True, timeout=60)  # fmt: skip
+        assert proc.stdout.strip() == "0x1p-148", proc.stdout  # fused (unfused: 0x1p-149)
+    exe = tmp / "family_harness"
+    cmd = [GXX, *flags, *FLAGS, "-Wno-unused-parameter"]
+    cmd += [f"-D__METAL_VERSION__={version}", f"-I{STUB}", f"-I{codegen.METAL.parent}"]
     _build([*cmd, "-x", "c++", str(STUB / "family_harness.cpp"), "-o", str(exe)])
     return exe
 
@@ -338,6 +388,35 @@ def test_metal_kernels_give_the_cpu_bits(harness, tmp_path, op, tier, kind):
             ga, gb = OPS.swiglu_backward(grad, x, b, bw, tier)
             assert_same_bits(got[1 + 2 * i], ga, f"{bw} grad_a")
             assert_same_bits(got[2 + 2 * i], gb, f"{bw} grad_b")
+
+
+def test_contraction_cannot_change_x_half_plus():
+    """XHalfPlus, fl(x * 1/2) + p, is the only product feeding a sum outside fma() in the
+    family's Metal source; Metal before 3.2 has no fp contract(off), so a compiler may fuse it
+    into fma(x, 1/2, p). The two differ only where x * 1/2 is inexact, |x| < 2^-125 (x/2
+    below the normal range); there P's variable is 0 or tiny, z rounds to -1 and p is P(-1),
+    so for every such x both give P(-1) when |x/2| <= 2^-126 is under half the gap from P(-1)
+    to its float32 neighbours. This holds for every XHalfPlus program of the specs."""
+    from turbogelu.approx.polyspec import PolySpec, replay
+
+    f32 = np.float32
+    top = np.array(2.0**-125, dtype=f32).view(np.int32) - np.arange(1, 6, dtype=np.int32)
+    band = np.concatenate([top.view(f32), np.array([2.0**-149, 3 * 2.0**-149, 2.0**-130], f32)])
+    assert (band.astype(np.float64) / 2 != band * f32(0.5)).any()  # inexact halves among them
+    found = []
+    for (fn, tier), doc in codegen.load_family().items():
+        for part in ("forward", "backward_direct", "backward_matched"):
+            ps = PolySpec.from_dict(doc[part])
+            if codegen.family_form(ps)[0] != "XHalfPlus":
+                continue
+            found.append((fn, tier, part))
+            p0 = replay(ps, np.zeros(1))[0]  # x = 0: z = -1, the result is P(-1) itself
+            assert np.isfinite(p0) and p0 != 0
+            for x in (band, -band):
+                assert (replay(ps, x) == p0).all(), (fn, tier, part)  # the band sees P(-1)
+            # half the smaller gap around p0 (a power of two has a half-size gap below)
+            assert np.spacing(abs(p0)) / 4 > 2.0**-126, (fn, tier, part)
+    assert ("silu", "paper", "forward") in found
 
 
 def test_cap_rounds_as_the_cpu_does():
