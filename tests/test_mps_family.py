@@ -1,24 +1,27 @@
 """The activation family on Apple GPUs (kernels/mps/family_kernels.metal, turbogelu/mps.py),
 without a Mac, as tests/test_mps.py checks GELU's:
 
-* the Metal source is what the family specs generate; it holds every program's coefficients,
-  clamp, scale and asymptotes bit for bit as family_coeffs.h does (the CPU's), and its op list
-  and program shapes are family.h's;
+* the Metal source is what the family specs generate; it holds every program of both tiers
+  (accurate, paper) with its coefficients, clamp, scale and asymptotes bit for bit as
+  family_coeffs.h does (the CPU's), and its op list and program shapes are family.h's;
 * it is valid C++ against the stub of <metal_stdlib> (tests/metal_stub) for Metal 3.0, 3.1, 3.2;
 * compiled against that stub and run on the CPU (tests/metal_stub/family_harness.cpp), every
-  op's kernels give the CPU ops' bits (torch.ops.turbogelu.* on the CPU), forward and both
-  derivatives, for every float16 / bfloat16 input and dense float32 samples with NaN, +-inf,
-  +-0, subnormals and the neighbours of each clamp: the Metal code does family_eval.h's
-  arithmetic (what remains unproven is Apple's compiler and GPU);
+  op's kernels in each tier give the CPU ops' bits (torch.ops.turbogelu.* on the CPU with that
+  tier), forward and both derivatives, for every float16 / bfloat16 input and dense float32
+  samples with NaN, +-inf, +-0, subnormals and the neighbours of each clamp: the Metal code
+  does family_eval.h's arithmetic (what remains unproven is Apple's compiler and GPU); and so
+  they do compiled with floating-point contraction, which Metal before 3.2 may apply;
 * mps.py's family kernels: registered for every schema; with a fake ``compile_shader`` whose
   kernels compute only from the arguments they are given (with the CPU ops) and the device
   check pointed at the CPU, every op's checks (the CPU's messages), layouts, out= and in-place
-  handling and its choice of program run.
+  handling and its choice of kernel (op and tier) and program run.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
+import platform
 import re
 import shutil
 import subprocess
@@ -40,6 +43,7 @@ needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ not installed")
 SOURCE = codegen.FAMILY_METAL.read_text()
 INCLUDE = ROOT / "kernels" / "include" / "turbogelu"
 DTYPES = {"float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16}
+TIERS = _spec_names.FAMILY_TIERS
 KINDS = {op: kind for op, _, kind in _spec_names.FAMILY_OPS}
 FUNCTION = {op: fn for op, fn, _ in _spec_names.FAMILY_OPS}
 CAPS = (30.0, 0.7)  # softcap's caps: 1/cap inexact in float32 both; 0.7 itself inexact too
@@ -60,30 +64,37 @@ def test_source_is_generated_from_the_specs():
 
 def test_the_lists_are_family_h_s():
     assert _spec_names.FAMILY_FUNCTIONS == family_programs.FUNCTIONS
+    assert _spec_names.FAMILY_TIERS == family_programs.TIERS
     text = (INCLUDE / "family.h").read_text()
     body = re.search(r"#define TG_FAMILY_OPS\(X\)(.*?)\n\n", text, re.S)[1]
     ops = tuple(re.findall(r"X\((\w+), (\w+), (\w+)\)", body))
     assert ops == _spec_names.FAMILY_OPS
-    # The Metal op list: each op's kind, forward program and shapes, as TG_FAMILY_SHAPES has
-    # them for its function (forms and degrees from family_coeffs.h).
-    # (the Metal source has the accurate tier only)
+    tiers = re.search(r"enum Tier : int \{(.*?)\}", text)[1]
+    assert re.findall(r"kTier_(\w+) = (\d+)", tiers) == [(t, str(i)) for i, t in enumerate(TIERS)]
+    # The Metal op list: each (op, tier)'s kind, forward program and shapes, as
+    # TG_FAMILY_SHAPES has them for its function and tier (family_coeffs.h).
     shapes = {
-        fn: (ff, int(nf) + 1, fd, int(nd) + 1)
-        for fn, ff, nf, fd, nd in re.findall(
-            r"X\((\w+), accurate, (\w+), (\d+), false, (\w+), (\d+), false\)",
+        (fn, tier): (ff, int(nf) + 1, yf, fd, int(nd) + 1, yd)
+        for fn, tier, ff, nf, yf, fd, nd, yd in re.findall(
+            r"X\((\w+), (\w+), (\w+), (\d+), (true|false), (\w+), (\d+), (true|false)\)",
             (INCLUDE / "family_coeffs.h").read_text(),
         )
     }
+    assert set(shapes) == {(fn, t) for fn in _spec_names.FAMILY_FUNCTIONS for t in TIERS}
+    assert {s[2] for s in shapes.values()} == {"true", "false"}  # (both variables are in use)
     forms = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
-             "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "Even": "TG_EVEN"}  # fmt: skip
-    metal = re.findall(r"  X\((\w+), (\w+), (\d+), (\w+), (\d+), (\w+), (\d+)\)", SOURCE)
-    assert [m[0] for m in metal] == [op for op, _, _ in _spec_names.FAMILY_OPS]
-    for op, kind, pf, ff, nf, fd, nd in metal:
+             "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
+             "Even": "TG_EVEN"}  # fmt: skip
+    shape = r"(\w+), (\d+), (true|false)"  # form, coefficients, in x^2
+    metal = re.findall(rf"  X\((\w+), (\w+), (\w+), (\d+), {shape}, {shape}\)", SOURCE)
+    assert [m[:2] for m in metal] == [(op, t) for op, _, _ in _spec_names.FAMILY_OPS for t in TIERS]
+    for op, tier, kind, pf, ff, nf, yf, fd, nd, yd in metal:
         fn = FUNCTION[op]
         assert kind == KINDS[op].upper()
-        assert mps.FAMILY_PROGRAMS[int(pf)] == (fn, "forward")
-        sf, snf, sd, snd = shapes[fn]
-        assert (ff, int(nf), fd, int(nd)) == (forms[sf], snf, forms[sd], snd), op
+        assert mps.FAMILY_PROGRAMS[int(pf)] == (fn, tier, "forward")
+        sf, snf, syf, sd, snd, syd = shapes[(fn, tier)]
+        got = (ff, int(nf), yf, fd, int(nd), yd)
+        assert got == (forms[sf], snf, syf, forms[sd], snd, syd), (op, tier)
 
 
 def _table(name: str) -> list[str]:
@@ -115,33 +126,35 @@ def test_source_holds_the_cpu_programs_bit_for_bit():
     coeffs = _table("TG_FAMILY_COEFFS")
     n = int(re.search(r"#define TG_FAMILY_N (\d+)", SOURCE)[1])
     programs = mps.FAMILY_PROGRAMS
-    assert len(programs) == 3 * len(_spec_names.FAMILY_FUNCTIONS)
+    assert len(programs) == 3 * len(_spec_names.FAMILY_FUNCTIONS) * len(TIERS)
     assert len(clamps) == len(scales) == len(below) == len(above) == len(programs)
     assert len(coeffs) == n * len(programs)
-    cpu = _cpu_programs()  # (Metal: the accurate tier's programs)
-    assert {n for n in cpu if "_accurate_" in n} == {
-        f"{fn}_accurate_{part}" for fn, part in programs
-    }
-    for i, (fn, part) in enumerate(programs):
-        degree, clamp, scale, lo, hi, *c = cpu[f"{fn}_accurate_{part}"]
+    cpu = _cpu_programs()  # every program of every tier, the padded derivatives padded
+    assert set(cpu) == {f"{fn}_{tier}_{part}" for fn, tier, part in programs}
+    for i, (fn, tier, part) in enumerate(programs):
+        degree, clamp, scale, lo, hi, *c = cpu[f"{fn}_{tier}_{part}"]
         assert len(c) == int(degree) + 1
         got = [clamps[i], scales[i], below[i], above[i]]
         assert [_f32_bits(v) for v in got] == [_f32_bits(v) for v in (clamp, scale, lo, hi)]
         row = [_f32_bits(v) for v in coeffs[i * n : (i + 1) * n]]
-        assert row == [_f32_bits(v) for v in c] + [0] * (n - len(c)), (fn, part)
+        assert row == [_f32_bits(v) for v in c] + [0] * (n - len(c)), (fn, tier, part)
 
 
 def test_source_names_the_default_backward():
-    want = {
-        fn: doc["default_backward"]
-        for (fn, tier), doc in codegen.load_family().items()
-        if tier == "accurate"
-    }
-    assert mps.family_default_backward() == want
     text = (INCLUDE / "family_coeffs.h").read_text()
-    for fn, bw in want.items():
-        flag = "true" if bw == "direct" else "false"
-        assert f"{fn}_accurate_default_backward_is_direct = {flag};" in text
+    for tier in TIERS:
+        want = {
+            fn: doc["default_backward"]
+            for (fn, t), doc in codegen.load_family().items()
+            if t == tier
+        }
+        assert mps.family_default_backward(tier) == want
+        for fn, bw in want.items():
+            flag = "true" if bw == "direct" else "false"
+            assert f"{fn}_{tier}_default_backward_is_direct = {flag};" in text
+    assert mps.family_default_backward() == mps.family_default_backward("accurate")
+    # the tiers' defaults differ (tanh: direct, and matched in the paper tier)
+    assert mps.family_default_backward("paper") != mps.family_default_backward("accurate")
 
 
 def test_codegen_check_covers_the_family_source(tmp_path, monkeypatch, capsys):
@@ -193,33 +206,89 @@ def test_source_defines_the_kernels_mps_py_calls():
     assert proc.returncode == 0, proc.stderr
     names = set(re.findall(r"\bvoid (\w+_(?:forward|backward)_\w+)\(", proc.stdout))
     want = {
-        f"{op}_{d}_{t}"
+        f"{op}_{tier}_{d}_{t}"
         for op in mps.FAMILY
+        for tier in TIERS
         for d in ("forward", "backward")
         for t in mps.KERNEL_SUFFIX.values()
     }
     assert names == want
 
 
-@pytest.fixture(scope="module", params=[300, 310], ids=["metal3.0", "metal3.1"])
-def harness(request, tmp_path_factory):
-    if GXX is None:
-        pytest.skip("g++ not installed")
-    exe = tmp_path_factory.mktemp("family_harness") / "family_harness"
-    cmd = [GXX, "-O1", "-ffp-contract=off", *FLAGS, "-Wno-unused-parameter"]
-    cmd += [f"-D__METAL_VERSION__={request.param}", f"-I{STUB}", f"-I{codegen.METAL.parent}"]
-    cmd += ["-x", "c++", str(STUB / "family_harness.cpp"), "-o", str(exe)]
+# g++ fuses x * y + z into one fma with -ffp-contract=fast from -O2 on, given an FMA
+# instruction; this program prints what fl(x * 1/2) + p comes to, fused or not.
+CONTRACTION_CANARY = r"""
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {
+  const float x = std::strtof(argv[1], nullptr), p = std::strtof(argv[2], nullptr);
+  const float h = x * 0.5f;
+  const float r = h + p;
+  std::printf("%a\n", r);
+  return argc == 3 ? 0 : 1;
+}
+"""
+
+
+def _contracting_flags() -> list[str] | None:
+    """g++ flags that let it contract a product and a sum into an fma, or None where this
+    machine has no FMA instruction that we know of."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        try:
+            cpuinfo = open("/proc/cpuinfo").read()
+        except OSError:
+            return None
+        if not re.search(r"^flags\s*:.*\bfma\b", cpuinfo, re.M):
+            return None
+        return ["-O2", "-ffp-contract=fast", "-mfma"]
+    if machine in ("aarch64", "arm64"):
+        return ["-O2", "-ffp-contract=fast"]
+    return None
+
+
+def _build(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+HARNESSES = {"metal3.0": (300, False), "metal3.1": (310, False), "metal3.1-contracted": (310, True)}
+
+
+@pytest.fixture(scope="module", params=list(HARNESSES))
+def harness(request, tmp_path_factory):
+    """The harness built for one Metal version; "contracted": compiled so that g++ fuses each
+    product feeding a sum into an fma (as Metal before 3.2 may, having no fp contract(off)),
+    which must not change a bit either."""
+    if GXX is None:
+        pytest.skip("g++ not installed")
+    version, contracted = HARNESSES[request.param]
+    tmp = tmp_path_factory.mktemp("family_harness")
+    flags = ["-O1", "-ffp-contract=off"]
+    if contracted:
+        flags = _contracting_flags()
+        if flags is None:
+            pytest.skip(f"no FMA instruction known on {platform.machine()}")
+        # the canary: with these flags g++ does fuse fl(x * 1/2) + p, where that changes the
+        # result (x = 2^-149: x/2 + 2^-149 rounds to 2^-148, fl(x/2) + 2^-149 is 2^-149)
+        (tmp / "canary.cpp").write_text(CONTRACTION_CANARY)
+        _build([GXX, *flags, "-x", "c++", str(tmp / "canary.cpp"), "-o", str(tmp / "canary")])
+        proc = subprocess.run([str(tmp / "canary"), "0x1p-149", "0x1p-149"], capture_output=True,
+                              text=True, check=True, timeout=60)  # fmt: skip
+        assert proc.stdout.strip() == "0x1p-148", proc.stdout  # fused (unfused: 0x1p-149)
+    exe = tmp / "family_harness"
+    cmd = [GXX, *flags, *FLAGS, "-Wno-unused-parameter"]
+    cmd += [f"-D__METAL_VERSION__={version}", f"-I{STUB}", f"-I{codegen.METAL.parent}"]
+    _build([*cmd, "-x", "c++", str(STUB / "family_harness.cpp"), "-o", str(exe)])
     return exe
 
 
-def _run_harness(exe, tmp_path, op, kind, grad, a, b, d, inv=1.0, cap=1.0):
+def _run_harness(exe, tmp_path, op, tier, kind, grad, a, b, d, inv=1.0, cap=1.0):
     n = a.numel()
     raw = lambda t: t.contiguous().view(torch.uint8).numpy().tobytes()  # noqa: E731
     head = np.array([n, *d], dtype=np.int64).tobytes() + np.array([inv, cap], np.float32).tobytes()
     (tmp_path / "in").write_bytes(head + raw(grad) + raw(a) + raw(b))
-    cmd = [str(exe), op, kind, str(tmp_path / "in"), str(tmp_path / "out")]
+    cmd = [str(exe), op, tier, kind, str(tmp_path / "in"), str(tmp_path / "out")]
     subprocess.run(cmd, check=True, timeout=300)
     out = torch.from_numpy(np.frombuffer((tmp_path / "out").read_bytes(), dtype=np.uint8).copy())
     return out.view(a.dtype).reshape(-1, n)
@@ -231,17 +300,23 @@ def _all16(dtype):
 
 def _float32_sample() -> torch.Tensor:
     """Every bfloat16 value (as float32: NaN, +-inf, +-0, float32 subnormals among them), the
-    float32 specials and subnormal extremes, a dense grid over [-16, 16], random values, and
-    the float32 neighbours of every clamp (and of softcap's cap * clamp)."""
+    float32 specials and subnormal extremes, float32 subnormals whose half is inexact (odd
+    last bit), a dense grid over [-16, 16], random values, and the float32 neighbours of every
+    program's clamp in either tier (and of softcap's cap * clamp)."""
     f32 = np.float32
     tiny = np.finfo(f32).smallest_subnormal
     specials = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny,
                 np.finfo(f32).smallest_normal * (1 - 2.0**-23), np.finfo(f32).smallest_normal,
                 np.finfo(f32).max, -np.finfo(f32).max, 1.0, -1.0, 0.5]  # fmt: skip
-    edges = []
-    for fn in _spec_names.FAMILY_FUNCTIONS:
-        doc = codegen.load_family()[(fn, "accurate")]
-        clamp = f32(float.fromhex(doc["forward"]["clamp"]))
+    odd = np.array([1, 3, 5, 0x7FFFFF, 0x400001, 0x12345], dtype=np.int32).view(f32)
+    edges = [odd, -odd]
+    clamps = {
+        float.fromhex(doc[part]["clamp"])
+        for doc in codegen.load_family().values()
+        for part in ("forward", "backward_direct", "backward_matched")
+    }
+    for clamp in sorted(clamps):
+        clamp = f32(clamp)
         for c in [clamp] + [f32(clamp * f32(cap)) for cap in CAPS]:
             # the 17 float32 around c, by their bits
             bits = np.array(c, dtype=f32).view(np.int32) + np.arange(-8, 9, dtype=np.int32)
@@ -272,37 +347,76 @@ def _partner(x: torch.Tensor, seed: int) -> torch.Tensor:
     return out
 
 
+def _distinct_derivatives(fn: str, tier: str) -> bool:
+    """Whether the direct and matched derivative programs differ (the paper tier's tanh and
+    SiLU have no fit of f' of their own: both are the forward's derivative)."""
+    cpu = _cpu_programs()
+    return cpu[f"{fn}_{tier}_backward_direct"] != cpu[f"{fn}_{tier}_backward_matched"]
+
+
 @pytest.mark.parametrize("kind", list(DTYPES))
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("op", list(mps.FAMILY))
-def test_metal_kernels_give_the_cpu_bits(harness, tmp_path, op, kind):
+def test_metal_kernels_give_the_cpu_bits(harness, tmp_path, op, tier, kind):
     dtype = DTYPES[kind]
     fn = FUNCTION[op]
     x = _sample(dtype)
     grad, b = _partner(x, 1), _partner(x, 2)
     assert torch.isnan(x).any() and torch.isinf(x).any() and (x == 0).any()
-    d = [mps.FAMILY_PROGRAMS.index((fn, f"backward_{bw}")) for bw in ("direct", "matched")]
+    d = [mps.FAMILY_PROGRAMS.index((fn, tier, f"backward_{bw}")) for bw in ("direct", "matched")]
+    run = functools.partial(_run_harness, harness, tmp_path, op, tier, kind, grad, x, b, d)
     if KINDS[op] == "Plain":
-        got = _run_harness(harness, tmp_path, op, kind, grad, x, b, d)
-        assert_same_bits(got[0], getattr(OPS, op)(x), "forward")
+        got = run()
+        assert_same_bits(got[0], getattr(OPS, op)(x, tier=tier), "forward")
         for i, bw in enumerate(("direct", "matched")):
-            want = getattr(OPS, f"{op}_backward")(grad, x, bw)
+            want = getattr(OPS, f"{op}_backward")(grad, x, bw, tier)
             assert_same_bits(got[1 + i], want, bw)
-        assert not torch.equal(got[1], got[2])  # the two derivatives are told apart
+        if _distinct_derivatives(fn, tier):
+            assert not torch.equal(got[1], got[2])  # the two derivatives are told apart
     elif KINDS[op] == "Scaled":
         for cap in CAPS:
             cap32, inv32 = _checks.check_cap(cap)
-            got = _run_harness(harness, tmp_path, op, kind, grad, x, b, d, inv32, cap32)
-            assert_same_bits(got[0], OPS.softcap(x, cap), f"forward cap={cap}")
+            got = run(inv32, cap32)
+            assert_same_bits(got[0], OPS.softcap(x, cap, tier=tier), f"forward cap={cap}")
             for i, bw in enumerate(("direct", "matched")):
-                want = OPS.softcap_backward(grad, x, cap, bw)
+                want = OPS.softcap_backward(grad, x, cap, bw, tier)
                 assert_same_bits(got[1 + i], want, f"{bw} cap={cap}")
     else:
-        got = _run_harness(harness, tmp_path, op, kind, grad, x, b, d)
-        assert_same_bits(got[0], OPS.swiglu(x, b), "forward")
+        got = run()
+        assert_same_bits(got[0], OPS.swiglu(x, b, tier=tier), "forward")
         for i, bw in enumerate(("direct", "matched")):
-            ga, gb = OPS.swiglu_backward(grad, x, b, bw)
+            ga, gb = OPS.swiglu_backward(grad, x, b, bw, tier)
             assert_same_bits(got[1 + 2 * i], ga, f"{bw} grad_a")
             assert_same_bits(got[2 + 2 * i], gb, f"{bw} grad_b")
+
+
+def test_contraction_cannot_change_x_half_plus():
+    """XHalfPlus, fl(x * 1/2) + p, is the only product feeding a sum outside fma() in the
+    family's Metal source; Metal before 3.2 has no fp contract(off), so a compiler may fuse it
+    into fma(x, 1/2, p). The two differ only where x * 1/2 is inexact, |x| < 2^-125 (x/2
+    below the normal range); there P's variable is 0 or tiny, z rounds to -1 and p is P(-1),
+    so for every such x both give P(-1) when |x/2| <= 2^-126 is under half the gap from P(-1)
+    to its float32 neighbours. This holds for every XHalfPlus program of the specs."""
+    from turbogelu.approx.polyspec import PolySpec, replay
+
+    f32 = np.float32
+    top = np.array(2.0**-125, dtype=f32).view(np.int32) - np.arange(1, 6, dtype=np.int32)
+    band = np.concatenate([top.view(f32), np.array([2.0**-149, 3 * 2.0**-149, 2.0**-130], f32)])
+    assert (band.astype(np.float64) / 2 != band * f32(0.5)).any()  # inexact halves among them
+    found = []
+    for (fn, tier), doc in codegen.load_family().items():
+        for part in ("forward", "backward_direct", "backward_matched"):
+            ps = PolySpec.from_dict(doc[part])
+            if codegen.family_form(ps)[0] != "XHalfPlus":
+                continue
+            found.append((fn, tier, part))
+            p0 = replay(ps, np.zeros(1))[0]  # x = 0: z = -1, the result is P(-1) itself
+            assert np.isfinite(p0) and p0 != 0
+            for x in (band, -band):
+                assert (replay(ps, x) == p0).all(), (fn, tier, part)  # the band sees P(-1)
+            # half the smaller gap around p0 (a power of two has a half-size gap below)
+            assert np.spacing(abs(p0)) / 4 > 2.0**-126, (fn, tier, part)
+    assert ("silu", "paper", "forward") in found
 
 
 def test_cap_rounds_as_the_cpu_does():
@@ -350,17 +464,19 @@ def test_family_kernels_are_registered_for_every_schema():
 
 
 class _FakeKernel:
-    """Stands for one family Metal kernel: checks the arguments the way the real binding takes
-    them (1-D contiguous tensors of n elements, then n and d as ints, inv and cap as floats
-    that are float32 values, threads=n) and computes from those arguments alone with the CPU
-    ops (softcap's backward as tanh's at q = x * inv, computed in float32 as the kernel does)."""
+    """Stands for one family Metal kernel, <op>_<tier>_<direction>_<type>: checks the arguments
+    the way the real binding takes them (1-D contiguous tensors of n elements, then n and d as
+    ints, inv and cap as floats that are float32 values, threads=n) and computes from those
+    arguments alone with the CPU ops in the kernel's tier (softcap's backward as tanh's at
+    q = x * inv, computed in float32 as the kernel does)."""
 
     def __init__(self, name, calls):
-        self.op, self.direction, self.kind = name.split("_")
+        self.op, self.tier, self.direction, self.kind = name.split("_")
+        assert self.tier in TIERS and self.direction in ("forward", "backward"), name
         self.calls = calls
 
     def __call__(self, *args, threads):
-        op, kind = self.op, KINDS[self.op]
+        op, kind, tier = self.op, KINDS[self.op], self.tier
         n_tensors = {("forward", "Gated"): 3, ("backward", "Gated"): 5}.get(
             (self.direction, kind), 2 if self.direction == "forward" else 3
         )
@@ -381,40 +497,41 @@ class _FakeKernel:
         if self.direction == "backward":
             d = rest[1]
             assert isinstance(d, int)
-            fn, part = mps.FAMILY_PROGRAMS[d]
+            fn, program_tier, part = mps.FAMILY_PROGRAMS[d]
             assert fn == FUNCTION[op] and part.startswith("backward_")
+            assert program_tier == tier  # the kernel's own tier's derivative
             bw = part.removeprefix("backward_")
         if kind == "Plain":
             assert len(rest) == (1 if self.direction == "forward" else 2)
             if self.direction == "forward":
                 x, out = tensors
-                out.copy_(getattr(OPS, op)(x))
+                out.copy_(getattr(OPS, op)(x, tier=tier))
             else:
                 g, x, out = tensors
-                out.copy_(getattr(OPS, f"{op}_backward")(g, x, bw))
+                out.copy_(getattr(OPS, f"{op}_backward")(g, x, bw, tier))
         elif kind == "Scaled":
             fn = FUNCTION[op]
             if self.direction == "forward":
                 x, out = tensors
                 _, inv, cap = rest
                 assert _checks.check_cap(cap) == (cap, inv)
-                out.copy_(OPS.softcap(x, cap))
+                out.copy_(OPS.softcap(x, cap, tier=tier))
             else:
                 g, x, out = tensors
                 _, _, inv = rest
                 q = x.float() * inv  # float32 products, as the kernel's
-                out.copy_(getattr(OPS, f"{fn}_backward")(g.float(), q, bw).to(dtype))
+                out.copy_(getattr(OPS, f"{fn}_backward")(g.float(), q, bw, tier).to(dtype))
         else:
             assert len(rest) == (1 if self.direction == "forward" else 2)
             if self.direction == "forward":
                 a, b, out = tensors
-                out.copy_(OPS.swiglu(a, b))
+                out.copy_(OPS.swiglu(a, b, tier=tier))
             else:
                 g, a, b, out_a, out_b = tensors
-                ga, gb = OPS.swiglu_backward(g, a, b, bw)
+                ga, gb = OPS.swiglu_backward(g, a, b, bw, tier)
                 out_a.copy_(ga)
                 out_b.copy_(gb)
-        self.calls.append((op, self.direction, self.kind, n, bw))
+        self.calls.append((op, tier, self.direction, self.kind, n, bw))
 
 
 class _FakeLibrary:
@@ -474,9 +591,10 @@ def _same(actual, expected):
     assert_same_bits(actual, expected)
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=str)
-def test_plain_and_scaled_ops_with_a_fake_shader(fake_mps, dtype, layout):
+def test_plain_and_scaled_ops_with_a_fake_shader(fake_mps, dtype, layout, tier):
     x, grad, _ = _inputs(dtype, layout)
     impl = mps.FAMILY_OPS_MPS
     for op, kind in KINDS.items():
@@ -484,41 +602,47 @@ def test_plain_and_scaled_ops_with_a_fake_shader(fake_mps, dtype, layout):
             continue
         args = (3.5,) if kind == "Scaled" else ()  # softcap's cap
         ref, ref_bw = getattr(OPS, op), getattr(OPS, f"{op}_backward")
-        _same(impl[op](x, *args), ref(x, *args))
+        want = ref(x, *args, tier=tier)
+        _same(impl[op](x, *args, tier=tier), want)
         for bw in BACKWARDS:
-            _same(impl[op](x, *args, backward=bw), ref(x, *args))
-            _same(impl[f"{op}_backward"](grad, x, *args, bw), ref_bw(grad, x, *args, bw))
+            want_bw = ref_bw(grad, x, *args, bw, tier)
+            _same(impl[op](x, *args, backward=bw, tier=tier), want)
+            _same(impl[f"{op}_backward"](grad, x, *args, bw, tier), want_bw)
             out = _strided_like(x)
-            impl[f"{op}_backward.out"](grad, x, *args, bw, out=out)
-            assert_same_bits(out, ref_bw(grad, x, *args, bw))
+            impl[f"{op}_backward.out"](grad, x, *args, bw, tier, out=out)
+            assert_same_bits(out, want_bw)
         out = torch.empty_like(x)
-        impl[f"{op}.out"](x, *args, out=out)
-        assert_same_bits(out, ref(x, *args))
+        impl[f"{op}.out"](x, *args, tier=tier, out=out)
+        assert_same_bits(out, want)
         out = _strided_like(x)
-        impl[f"{op}.out"](x, *args, out=out)
-        assert_same_bits(out, ref(x, *args))
+        impl[f"{op}.out"](x, *args, tier=tier, out=out)
+        assert_same_bits(out, want)
         if layout != "expanded":
             z = x.clone()
-            impl[f"{op}_"](z, *args)
-            _same(z, ref(x, *args))
+            impl[f"{op}_"](z, *args, tier)
+            _same(z, want)
             g = grad.clone()  # out= is grad itself: read before written
-            impl[f"{op}_backward.out"](g, x, *args, "matched", out=g)
-            assert_same_bits(g, ref_bw(grad, x, *args, "matched"))
+            impl[f"{op}_backward.out"](g, x, *args, "matched", tier, out=g)
+            assert_same_bits(g, ref_bw(grad, x, *args, "matched", tier))
     assert (not fake_mps) == (x.numel() == 0)  # the kernels ran (not for an empty tensor)
+    assert all(c[1] == tier for c in fake_mps)  # and only the tier's own
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=str)
-def test_swiglu_ops_with_a_fake_shader(fake_mps, dtype, layout):
+def test_swiglu_ops_with_a_fake_shader(fake_mps, dtype, layout, tier):
     a, grad, b = _inputs(dtype, layout)
     impl = mps.FAMILY_OPS_MPS
-    _same(impl["swiglu"](a, b), OPS.swiglu(a, b))
+    fwd = OPS.swiglu(a, b, tier=tier)
+    _same(impl["swiglu"](a, b, tier=tier), fwd)
     out = _strided_like(a)
-    impl["swiglu.out"](a, b, out=out)
-    assert_same_bits(out, OPS.swiglu(a, b))
+    impl["swiglu.out"](a, b, tier=tier, out=out)
+    assert_same_bits(out, fwd)
     for bw in BACKWARDS:
-        _same(impl["swiglu"](a, b, backward=bw), OPS.swiglu(a, b))
-        got, want = impl["swiglu_backward"](grad, a, b, bw), OPS.swiglu_backward(grad, a, b, bw)
+        _same(impl["swiglu"](a, b, backward=bw, tier=tier), fwd)
+        got = impl["swiglu_backward"](grad, a, b, bw, tier)
+        want = OPS.swiglu_backward(grad, a, b, bw, tier)
         assert isinstance(got, tuple) and len(got) == 2
         for g, w in zip(got, want, strict=True):
             _same(g, w)
@@ -527,40 +651,40 @@ def test_swiglu_ops_with_a_fake_shader(fake_mps, dtype, layout):
             (_strided_like(a), torch.empty_like(a)),  # one not dense: both via temporaries
             (torch.empty_like(a), _strided_like(a)),
         ]:
-            impl["swiglu_backward.out"](grad, a, b, bw, grad_a=ga, grad_b=gb)
+            impl["swiglu_backward.out"](grad, a, b, bw, tier, grad_a=ga, grad_b=gb)
             assert_same_bits(ga, want[0])
             assert_same_bits(gb, want[1])
     if layout != "expanded":
-        want = OPS.swiglu_backward(grad, a, b, "direct")
+        want = OPS.swiglu_backward(grad, a, b, "direct", tier)
         aa, bb = a.clone(), b.clone()  # outputs are the inputs a and b themselves
-        impl["swiglu_backward.out"](grad, aa, bb, "direct", grad_a=aa, grad_b=bb)
+        impl["swiglu_backward.out"](grad, aa, bb, "direct", tier, grad_a=aa, grad_b=bb)
         assert_same_bits(aa, want[0])
         assert_same_bits(bb, want[1])
         out = a.clone()
-        impl["swiglu.out"](out, b, out=out)
-        assert_same_bits(out, OPS.swiglu(a, b))
+        impl["swiglu.out"](out, b, tier=tier, out=out)
+        assert_same_bits(out, fwd)
     assert (not fake_mps) == (a.numel() == 0)
+    assert all(c[1] == tier for c in fake_mps)
 
 
-def test_family_programs_chosen(fake_mps):
+@pytest.mark.parametrize("tier", TIERS)
+def test_family_programs_chosen(fake_mps, tier):
     x = torch.randn(10)
     impl = mps.FAMILY_OPS_MPS
     for op, kind in KINDS.items():
         args = (x, x) if kind == "Gated" else (x, 2.0) if kind == "Scaled" else (x,)
-        impl[op](*args)
+        impl[op](*args, tier=tier)
         for bw in BACKWARDS:
-            impl[f"{op}_backward"](x, *args, bw)
+            impl[f"{op}_backward"](x, *args, bw, tier)
     default = {
-        fn: doc["default_backward"]
-        for (fn, tier), doc in codegen.load_family().items()
-        if tier == "accurate"
+        fn: doc["default_backward"] for (fn, t), doc in codegen.load_family().items() if t == tier
     }
     want = []
     for op in KINDS:
-        want.append((op, "forward", "float", 10, None))
+        want.append((op, tier, "forward", "float", 10, None))
         for bw in BACKWARDS:
             chosen = default[FUNCTION[op]] if bw == "default" else bw
-            want.append((op, "backward", "float", 10, chosen))
+            want.append((op, tier, "backward", "float", 10, chosen))
     assert fake_mps == want
 
 
@@ -811,20 +935,41 @@ def test_family_dispatch_reaches_the_python_kernels(fake_mps):
         assert_same_bits(ga, want[0])
         assert_same_bits(gb, want[1])
         assert {c[0] for c in fake_mps} == {"sigmoid", "silu", "softcap", "tanh", "swiglu"}
+        assert {c[1] for c in fake_mps} == {"accurate"}  # the schemas' default tier
     finally:
         del lib
 
 
-def test_paper_tier_is_refused_on_mps():
-    """The Metal source has the accurate tier only: the paper tier says so, it does not run
-    the accurate programs in its place."""
-    x = torch.zeros(4)
-    for call in (
-        lambda: mps.FAMILY_OPS_MPS["sigmoid"](x, tier="paper"),
-        lambda: mps.FAMILY_OPS_MPS["softcap"](x, 2.0, tier="paper"),
-        lambda: mps.FAMILY_OPS_MPS["swiglu_backward"](x, x, x, "default", "paper"),
-    ):
-        with pytest.raises(NotImplementedError, match="tier='paper' has no Apple GPU"):
-            call()
-    with pytest.raises(ValueError, match="tier must be 'accurate' or 'paper'"):
+def test_paper_tier_runs_the_paper_programs(fake_mps):
+    """tier="paper" reaches the paper tier's kernels (<op>_paper_*) and derivative programs,
+    whose results are the CPU's paper-tier results and not the accurate tier's; the default
+    backward is the paper tier's own (tanh's and SiLU's: matched)."""
+    x = torch.linspace(-8, 8, 1001)
+    g = torch.randn(1001, generator=torch.Generator().manual_seed(5))
+    impl = mps.FAMILY_OPS_MPS
+    calls = [
+        ("sigmoid", lambda t: impl["sigmoid"](x, tier=t), lambda t: OPS.sigmoid(x, tier=t)),
+        ("silu", lambda t: impl["silu_backward"](g, x, "default", t),
+         lambda t: OPS.silu_backward(g, x, "default", t)),
+        ("softcap", lambda t: impl["softcap"](x, 2.0, tier=t),
+         lambda t: OPS.softcap(x, 2.0, tier=t)),
+        ("tanh", lambda t: impl["tanh_backward"](g, x, "default", t),
+         lambda t: OPS.tanh_backward(g, x, "default", t)),
+        ("swiglu", lambda t: impl["swiglu_backward"](g, x, g, "direct", t)[0],
+         lambda t: OPS.swiglu_backward(g, x, g, "direct", t)[0]),
+    ]  # fmt: skip
+    for op, mps_call, cpu_call in calls:
+        fake_mps.clear()
+        got = mps_call("paper")
+        assert_same_bits(got, cpu_call("paper"))
+        assert not torch.equal(got, cpu_call("accurate")), op
+        assert [c[:3] for c in fake_mps] == [(op, "paper", fake_mps[0][2])], op
+    bws = {fn: mps.family_default_backward("paper")[fn] for fn in ("silu", "tanh")}
+    assert bws == {"silu": "matched", "tanh": "matched"}
+    fake_mps.clear()
+    impl["tanh_backward"](g, x, "default", "paper")
+    assert fake_mps == [("tanh", "paper", "backward", "float", 1001, "matched")]
+    with pytest.raises(ValueError, match="tier must be 'accurate' or 'paper', got 'fast'"):
         mps.FAMILY_OPS_MPS["tanh"](x, tier="fast")
+    with pytest.raises(ValueError, match="tier must be 'accurate' or 'paper', got 'fast'"):
+        OPS.tanh(x, tier="fast")

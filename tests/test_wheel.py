@@ -42,14 +42,14 @@ out["specs"] = sorted(p.name for p in spec.SPEC_DIR.rglob("*.json"))
 out["exact_range"] = spec.load(spec.spec_path("none"))["range"]
 
 # The MPS kernels against a fake compile_shader whose kernels call the CPU op for their set
-# (the family's: sigmoid's forward).
+# (the family's: sigmoid's forward in either tier, <op>_<tier>_forward_<type>).
 class Kernel:
     def __init__(self, name):
         self.name = name
     def __call__(self, *args, threads):
-        if self.name == "sigmoid_forward_float":
+        if self.name in ("sigmoid_accurate_forward_float", "sigmoid_paper_forward_float"):
             x, o, n = args
-            o.copy_(torch.ops.turbogelu.sigmoid(x))
+            o.copy_(torch.ops.turbogelu.sigmoid(x, tier=self.name.split("_")[1]))
             return
         *tensors, n, s = args
         mode, part = mps.SETS[s]
@@ -74,8 +74,11 @@ out["metal_compiled"] = sources == [mps.SOURCE.read_text()]
 out["default_backward"] = mps.default_backward()
 out["sigmoid"] = turbogelu.sigmoid(x).tolist()
 out["mps_sigmoid"] = mps.FAMILY_OPS_MPS["sigmoid"](x).tolist()
+out["sigmoid_paper"] = turbogelu.sigmoid(x, tier="paper").tolist()
+out["mps_sigmoid_paper"] = mps.FAMILY_OPS_MPS["sigmoid"](x, tier="paper").tolist()
 out["family_metal_compiled"] = sources[1:] == [mps.FAMILY_SOURCE.read_text()]
 out["family_default_backward"] = mps.family_default_backward()
+out["family_default_backward_paper"] = mps.family_default_backward("paper")
 try:
     import experiments  # noqa: F401
     out["harness"] = "importable"
@@ -147,7 +150,11 @@ def test_the_wheel_runs_outside_the_checkout(scratch):
     assert got["default_backward"] == turbogelu.mps.default_backward()
     assert got["sigmoid"] == turbogelu.sigmoid(x).tolist()
     assert got["mps_sigmoid"] == got["sigmoid"] and got["family_metal_compiled"] is True
+    assert got["sigmoid_paper"] == turbogelu.sigmoid(x, tier="paper").tolist()
+    assert got["mps_sigmoid_paper"] == got["sigmoid_paper"] != got["sigmoid"]
     assert got["family_default_backward"] == turbogelu.mps.family_default_backward()
+    paper = turbogelu.mps.family_default_backward("paper")
+    assert got["family_default_backward_paper"] == paper
     assert got["harness"] == "absent"  # the research harness stays in the checkout
     # the product's CLI works there too, its default spec from the package's data
     r = _run([str(py), "-m", "turbogelu", "report"], cwd=run_dir, env=env, timeout=600)

@@ -19,10 +19,12 @@ PARTS = ("forward", "backward_direct", "backward_matched")
 METAL_SETS = tuple((mode, part) for mode in MODES for part in PARTS)
 
 # The activation family (kernels/include/turbogelu/family.h): the functions with fitted
-# programs (data/specs/<function>/accurate.json; turbogelu.approx.family_programs.FUNCTIONS)
-# and the ops, X(op, function whose programs it runs, kind) as TG_FAMILY_OPS lists them
-# (tests/test_mps_family.py checks the two lists agree).
+# programs (data/specs/<function>/<tier>.json; turbogelu.approx.family_programs.FUNCTIONS),
+# their tiers (family_programs.TIERS, family.h's Tier) and the ops, X(op, function whose
+# programs it runs, kind) as TG_FAMILY_OPS lists them (tests/test_mps_family.py checks the
+# lists agree).
 FAMILY_FUNCTIONS = ("sigmoid", "tanh", "silu")
+FAMILY_TIERS = ("accurate", "paper")
 FAMILY_OPS = (
     ("sigmoid", "sigmoid", "Plain"),
     ("tanh", "tanh", "Plain"),
@@ -30,6 +32,9 @@ FAMILY_OPS = (
     ("softcap", "tanh", "Scaled"),
     ("swiglu", "silu", "Gated"),
 )
-# The family's Metal programs, in the order of their index (kernels/mps/family_kernels.metal's
-# tables; mps.py passes the derivative's index to the backward kernels).
-FAMILY_METAL_PROGRAMS = tuple((fn, part) for fn in FAMILY_FUNCTIONS for part in PARTS)
+# The family's Metal programs, (function, tier, part) in the order of their index
+# (kernels/mps/family_kernels.metal's tables; mps.py passes the derivative's index to the
+# backward kernels): the accurate tier's first, then the paper tier's.
+FAMILY_METAL_PROGRAMS = tuple(
+    (fn, tier, part) for tier in FAMILY_TIERS for fn in FAMILY_FUNCTIONS for part in PARTS
+)

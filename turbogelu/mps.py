@@ -2,7 +2,7 @@
 
 The kernels are Metal source generated from the same specs as the C++ headers
 (``kernels/mps/gelu_kernels.metal`` for GELU, ``kernels/mps/family_kernels.metal`` for the
-activation family; ``python -m turbogelu codegen``), compiled at first use with
+activation family in both tiers; ``python -m turbogelu codegen``), compiled at first use with
 ``torch.mps.compile_shader`` (PyTorch >= 2.7) and registered here as the ``MPS`` kernels of
 the ops that kernels/cpu/gelu_ops.cpp and family_ops.cpp define, so autograd, the fake kernels
 and torch.compile see one op whatever the device. The semantics are those of
@@ -94,12 +94,12 @@ def default_backward() -> dict[str, str]:
 
 
 @functools.cache
-def family_default_backward() -> dict[str, str]:
-    """{function: 'direct' | 'matched'}: each family spec's default backward, as written in
-    the family source."""
-    m = re.search(r"^// default_backward: (.*)$", family_source(), re.M)
+def family_default_backward(tier: str = "accurate") -> dict[str, str]:
+    """{function: 'direct' | 'matched'}: each family spec's default backward in ``tier``, as
+    written in the family source."""
+    m = re.search(rf"^// default_backward \({re.escape(tier)}\): (.*)$", family_source(), re.M)
     if m is None:
-        raise RuntimeError(f"turbogelu: no default_backward line in {FAMILY_SOURCE}")
+        raise RuntimeError(f"turbogelu: no default_backward line for {tier!r} in {FAMILY_SOURCE}")
     return dict(item.split("=") for item in m[1].split(", "))
 
 
@@ -262,13 +262,14 @@ OPS = {
 
 
 # ---------------------------------------------------------------- the activation family
-# family_common.h's semantics over the kernels of family_kernels.metal: <op>_forward_<type>,
-# <op>_backward_<type>, one pair per op (family.h's kinds: Plain f(x), Scaled cap f(x / cap),
-# Gated f(a) b with a two-output backward).
+# family_common.h's semantics over the kernels of family_kernels.metal:
+# <op>_<tier>_forward_<type>, <op>_<tier>_backward_<type>, one pair per op and tier (family.h's
+# kinds: Plain f(x), Scaled cap f(x / cap), Gated f(a) b with a two-output backward).
 
 # {op: (function whose programs it runs, kind)}, as family.h's TG_FAMILY_OPS.
 FAMILY = {op: (fn, kind) for op, fn, kind in FAMILY_OPS}
-# The family's programs in the order of the Metal tables (the backward kernels' argument d).
+# The family's programs, (function, tier, part) in the order of the Metal tables (the backward
+# kernels' argument d).
 FAMILY_PROGRAMS = FAMILY_METAL_PROGRAMS
 _OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer "
@@ -276,19 +277,20 @@ _OVERLAP = (
 )
 
 
-def family_backward_program(op: str, backward: str) -> int:
-    """The index of op's derivative program for ``backward`` (family_backward_program)."""
+def family_backward_program(op: str, backward: str, tier: str = "accurate") -> int:
+    """The index of op's derivative program in ``tier`` for ``backward`` (as family_call
+    chooses it)."""
     check_family_backward(op, backward)
     fn = FAMILY[op][0]
     if backward == "default":
-        backward = family_default_backward()[fn]
-    return FAMILY_PROGRAMS.index((fn, f"backward_{backward}"))
+        backward = family_default_backward(tier)[fn]
+    return FAMILY_PROGRAMS.index((fn, tier, f"backward_{backward}"))
 
 
-def _family_call(op: str, backward: str, cap=1.0) -> tuple[int, float, float]:
+def _family_call(op: str, tier: str, backward: str, cap=1.0) -> tuple[int, float, float]:
     """(derivative program, inv, cap) of a call, as family_common.h's family_call: softcap's
     cap checked and rounded to float32 with its float32 reciprocal; 1 elsewhere (unused)."""
-    d = family_backward_program(op, backward)
+    d = family_backward_program(op, backward, tier)
     if FAMILY[op][1] != "Scaled":
         return d, 1.0, 1.0
     cap32, inv32 = check_cap(cap)
@@ -318,44 +320,45 @@ def _check_no_partial_overlap(out: torch.Tensor, t: torch.Tensor) -> None:
         raise RuntimeError(_OVERLAP)
 
 
-def _family_kernel(op: str, direction: str, dtype: torch.dtype):
-    return getattr(family_library(), f"{op}_{direction}_{KERNEL_SUFFIX[dtype]}")
+def _family_kernel(op: str, tier: str, direction: str, dtype: torch.dtype):
+    return getattr(family_library(), f"{op}_{tier}_{direction}_{KERNEL_SUFFIX[dtype]}")
 
 
-def _launch_unary(op, x, out, inv, cap) -> None:
+def _launch_unary(op, tier, x, out, inv, cap) -> None:
     """Plain / Scaled forward."""
     n = x.numel()
     if n == 0:
         return
-    kernel = _family_kernel(op, "forward", x.dtype)
+    kernel = _family_kernel(op, tier, "forward", x.dtype)
     if FAMILY[op][1] == "Scaled":
         kernel(_memory(x), _memory(out), n, inv, cap, threads=n)
     else:
         kernel(_memory(x), _memory(out), n, threads=n)
 
 
-def _launch_binary(op, a, b, out, d, inv) -> None:
+def _launch_binary(op, tier, a, b, out, d, inv) -> None:
     """Plain / Scaled backward (a = grad, b = x), Gated forward (a, b)."""
     n = a.numel()
     if n == 0:
         return
     kind = FAMILY[op][1]
     if kind == "Gated":
-        _family_kernel(op, "forward", a.dtype)(_memory(a), _memory(b), _memory(out), n, threads=n)
+        kernel = _family_kernel(op, tier, "forward", a.dtype)
+        kernel(_memory(a), _memory(b), _memory(out), n, threads=n)
         return
-    kernel = _family_kernel(op, "backward", a.dtype)
+    kernel = _family_kernel(op, tier, "backward", a.dtype)
     if kind == "Scaled":
         kernel(_memory(a), _memory(b), _memory(out), n, d, inv, threads=n)
     else:
         kernel(_memory(a), _memory(b), _memory(out), n, d, threads=n)
 
 
-def _launch_pair(op, g, a, b, out_a, out_b, d) -> None:
+def _launch_pair(op, tier, g, a, b, out_a, out_b, d) -> None:
     """Gated backward: both gradients in one pass."""
     n = a.numel()
     if n == 0:
         return
-    kernel = _family_kernel(op, "backward", a.dtype)
+    kernel = _family_kernel(op, tier, "backward", a.dtype)
     kernel(_memory(g), _memory(a), _memory(b), _memory(out_a), _memory(out_b), n, d, threads=n)
 
 
@@ -364,25 +367,25 @@ def _check_x(op, x) -> None:
     _check_dtype(x, op)
 
 
-def family_forward(op, x, backward="default", cap=1.0):
+def family_forward(op, x, backward="default", cap=1.0, tier="accurate"):
     _check_x(op, x)
-    _, inv, cap32 = _family_call(op, backward, cap)
+    _, inv, cap32 = _family_call(op, tier, backward, cap)
     out = torch.empty_like(x)
-    _launch_unary(op, _in_layout_of(x, out), out, inv, cap32)
+    _launch_unary(op, tier, _in_layout_of(x, out), out, inv, cap32)
     return out
 
 
-def family_forward_out(op, x, cap, out) -> None:
+def family_forward_out(op, x, cap, out, tier="accurate") -> None:
     _check_x(op, x)
     _check_device(out, x, op, "out")
     if out.dtype != x.dtype:
         raise TypeError(f"turbogelu.{op}: out has dtype {out.dtype} but x has dtype {x.dtype}")
-    _, inv, cap32 = _family_call(op, "default", cap)
+    _, inv, cap32 = _family_call(op, tier, "default", cap)
     _check_out(out, x, op)
     _check_no_partial_overlap(out, x)
     # out may be x itself (the in-place form): each element is read before it is written.
     target = out if _flat(out) else torch.empty_like(x)
-    _launch_unary(op, _in_layout_of(x, target), target, inv, cap32)
+    _launch_unary(op, tier, _in_layout_of(x, target), target, inv, cap32)
     if target is not out:
         out.copy_(target)
 
@@ -394,24 +397,24 @@ def _check_family_backward_args(op, grad, x) -> None:
     check_family_like(grad, x, op, "grad", "x")
 
 
-def family_backward(op, grad, x, cap=1.0, backward="default"):
+def family_backward(op, grad, x, cap=1.0, backward="default", tier="accurate"):
     _check_family_backward_args(op, grad, x)
-    d, inv, _ = _family_call(op, backward, cap)
+    d, inv, _ = _family_call(op, tier, backward, cap)
     out = torch.empty_like(x)
-    _launch_binary(op, _in_layout_of(grad, out), _in_layout_of(x, out), out, d, inv)
+    _launch_binary(op, tier, _in_layout_of(grad, out), _in_layout_of(x, out), out, d, inv)
     return out
 
 
-def family_backward_out(op, grad, x, cap, backward, out) -> None:
+def family_backward_out(op, grad, x, cap, backward, out, tier="accurate") -> None:
     _check_family_backward_args(op, grad, x)
     _check_device(out, x, op, "out")
     check_family_like(out, x, op, "out", "x")
-    d, inv, _ = _family_call(op, backward, cap)
+    d, inv, _ = _family_call(op, tier, backward, cap)
     _check_internal_overlap(out, op)
     _check_no_partial_overlap(out, x)
     _check_no_partial_overlap(out, grad)
     target = out if _flat(out) else torch.empty_like(x)
-    _launch_binary(op, _in_layout_of(grad, target), _in_layout_of(x, target), target, d, inv)
+    _launch_binary(op, tier, _in_layout_of(grad, target), _in_layout_of(x, target), target, d, inv)
     if target is not out:
         out.copy_(target)
 
@@ -423,24 +426,24 @@ def _check_gated(op, a, b) -> None:
     check_family_like(b, a, op, "b", "a")
 
 
-def family_gated(op, a, b, backward="default"):
+def family_gated(op, a, b, backward="default", tier="accurate"):
     _check_gated(op, a, b)
-    _family_call(op, backward)
+    _family_call(op, tier, backward)
     out = torch.empty_like(a)
-    _launch_binary(op, _in_layout_of(a, out), _in_layout_of(b, out), out, 0, 1.0)
+    _launch_binary(op, tier, _in_layout_of(a, out), _in_layout_of(b, out), out, 0, 1.0)
     return out
 
 
-def family_gated_out(op, a, b, out) -> None:
+def family_gated_out(op, a, b, out, tier="accurate") -> None:
     _check_gated(op, a, b)
     _check_device(out, a, op, "out")
     check_family_like(out, a, op, "out", "a")
-    _family_call(op, "default")
+    _family_call(op, tier, "default")
     _check_internal_overlap(out, op)
     _check_no_partial_overlap(out, a)
     _check_no_partial_overlap(out, b)
     target = out if _flat(out) else torch.empty_like(a)
-    _launch_binary(op, _in_layout_of(a, target), _in_layout_of(b, target), target, 0, 1.0)
+    _launch_binary(op, tier, _in_layout_of(a, target), _in_layout_of(b, target), target, 0, 1.0)
     if target is not out:
         out.copy_(target)
 
@@ -451,16 +454,16 @@ def _check_gated_backward(op, grad, a, b) -> None:
     check_family_like(grad, a, op, "grad", "a")
 
 
-def family_gated_backward(op, grad, a, b, backward="default"):
+def family_gated_backward(op, grad, a, b, backward="default", tier="accurate"):
     _check_gated_backward(op, grad, a, b)
-    d, _, _ = _family_call(op, backward)
+    d, _, _ = _family_call(op, tier, backward)
     ga, gb = torch.empty_like(a), torch.empty_like(a)
     layout = functools.partial(_in_layout_of, like=ga)
-    _launch_pair(op, layout(grad), layout(a), layout(b), ga, gb, d)
+    _launch_pair(op, tier, layout(grad), layout(a), layout(b), ga, gb, d)
     return ga, gb
 
 
-def family_gated_backward_out(op, grad, a, b, backward, grad_a, grad_b) -> None:
+def family_gated_backward_out(op, grad, a, b, backward, grad_a, grad_b, tier="accurate") -> None:
     _check_gated_backward(op, grad, a, b)
     for o in (grad_a, grad_b):
         _check_device(o, a, op, "out")
@@ -470,7 +473,7 @@ def family_gated_backward_out(op, grad, a, b, backward, grad_a, grad_b) -> None:
             _check_no_partial_overlap(o, t)
     if _overlap(grad_a, grad_b) in ("full", "partial"):
         raise RuntimeError(_OVERLAP)
-    d, _, _ = _family_call(op, backward)
+    d, _, _ = _family_call(op, tier, backward)
     # An output may be one of the inputs (full overlap): each element is read before either
     # output of it is written. Both outputs must share one layout with the inputs.
     ta = grad_a if _flat(grad_a) else None
@@ -478,45 +481,36 @@ def family_gated_backward_out(op, grad, a, b, backward, grad_a, grad_b) -> None:
     if ta is None or tb is None or ta.stride() != tb.stride():
         ta, tb = torch.empty_like(a), torch.empty_like(a)
     layout = functools.partial(_in_layout_of, like=ta)
-    _launch_pair(op, layout(grad), layout(a), layout(b), ta, tb, d)
+    _launch_pair(op, tier, layout(grad), layout(a), layout(b), ta, tb, d)
     if ta is not grad_a:
         grad_a.copy_(ta)
     if tb is not grad_b:
         grad_b.copy_(tb)
 
 
-def _tier(op: str, tier: str) -> None:
-    """The Metal kernels have the accurate tier only (the paper tier is CPU-only so far)."""
+def _tier(op: str, tier: str) -> str:
+    """``tier``, checked as the CPU ops check it: both tiers have Metal kernels."""
     check_tier(op, tier)
-    if tier != "accurate":
-        raise NotImplementedError(
-            f"turbogelu.{op}: tier={tier!r} has no Apple GPU (MPS) kernels yet; use the CPU, "
-            "or tier='accurate'"
-        )
+    return tier
 
 
 def _plain_ops(op: str) -> dict:
     """The MPS kernels of a Plain op's five schemas (kernels/common/schema.cpp)."""
 
     def forward(x, *, backward="default", tier="accurate"):
-        _tier(op, tier)
-        return family_forward(op, x, backward)
+        return family_forward(op, x, backward, tier=_tier(op, tier))
 
     def forward_out(x, *, tier="accurate", out):
-        _tier(op, tier)
-        family_forward_out(op, x, 1.0, out)
+        family_forward_out(op, x, 1.0, out, _tier(op, tier))
 
     def inplace(x, tier="accurate"):
-        _tier(op, tier)
-        family_forward_out(op, x, 1.0, x)
+        family_forward_out(op, x, 1.0, x, _tier(op, tier))
 
     def backward(grad, x, backward="default", tier="accurate"):
-        _tier(op, tier)
-        return family_backward(op, grad, x, 1.0, backward)
+        return family_backward(op, grad, x, 1.0, backward, _tier(op, tier))
 
     def backward_out(grad, x, backward="default", tier="accurate", *, out):
-        _tier(op, tier)
-        family_backward_out(op, grad, x, 1.0, backward, out)
+        family_backward_out(op, grad, x, 1.0, backward, out, _tier(op, tier))
 
     return {
         op: forward,
@@ -528,48 +522,40 @@ def _plain_ops(op: str) -> dict:
 
 
 def softcap(x, cap, *, backward="default", tier="accurate"):
-    _tier("softcap", tier)
-    return family_forward("softcap", x, backward, cap)
+    return family_forward("softcap", x, backward, cap, _tier("softcap", tier))
 
 
 def softcap_out(x, cap, *, tier="accurate", out):
-    _tier("softcap", tier)
-    family_forward_out("softcap", x, cap, out)
+    family_forward_out("softcap", x, cap, out, _tier("softcap", tier))
 
 
 def softcap_inplace(x, cap, tier="accurate"):
-    _tier("softcap", tier)
-    family_forward_out("softcap", x, cap, x)
+    family_forward_out("softcap", x, cap, x, _tier("softcap", tier))
 
 
 def softcap_backward(grad, x, cap, backward="default", tier="accurate"):
-    _tier("softcap", tier)
-    return family_backward("softcap", grad, x, cap, backward)
+    return family_backward("softcap", grad, x, cap, backward, _tier("softcap", tier))
 
 
 def softcap_backward_out(grad, x, cap, backward="default", tier="accurate", *, out):
-    _tier("softcap", tier)
-    family_backward_out("softcap", grad, x, cap, backward, out)
+    family_backward_out("softcap", grad, x, cap, backward, out, _tier("softcap", tier))
 
 
 def swiglu(a, b, *, backward="default", tier="accurate"):
-    _tier("swiglu", tier)
-    return family_gated("swiglu", a, b, backward)
+    return family_gated("swiglu", a, b, backward, _tier("swiglu", tier))
 
 
 def swiglu_out(a, b, *, tier="accurate", out):
-    _tier("swiglu", tier)
-    family_gated_out("swiglu", a, b, out)
+    family_gated_out("swiglu", a, b, out, _tier("swiglu", tier))
 
 
 def swiglu_backward(grad, a, b, backward="default", tier="accurate"):
-    _tier("swiglu", tier)
-    return family_gated_backward("swiglu", grad, a, b, backward)
+    return family_gated_backward("swiglu", grad, a, b, backward, _tier("swiglu", tier))
 
 
 def swiglu_backward_out(grad, a, b, backward="default", tier="accurate", *, grad_a, grad_b):
-    _tier("swiglu", tier)
-    family_gated_backward_out("swiglu", grad, a, b, backward, grad_a, grad_b)
+    t = _tier("swiglu", tier)
+    family_gated_backward_out("swiglu", grad, a, b, backward, grad_a, grad_b, t)
 
 
 # Every family schema's MPS kernel, by the op's qualified overload name.

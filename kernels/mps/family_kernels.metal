@@ -1,22 +1,35 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/accurate.json (turbogelu/approx/codegen.py).
+// data/specs/<function>/<tier>.json (turbogelu/approx/codegen.py).
 //
-// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu): the
-// evaluation of family_eval.h with the programs of family_coeffs.h, compiled at first use by
-// torch.mps.compile_shader (turbogelu/mps.py). Each coefficient, clamp and scale is the exact
-// decimal expansion of its float32 value (hex beside it), so every compiler reads the same bits.
+// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu) in both
+// tiers (accurate, paper): the evaluation of family_eval.h with the programs of
+// family_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
+// coefficient, clamp and scale is the exact decimal expansion of its float32 value (hex beside
+// it), so every compiler reads the same bits.
 //
-//   u = |x|, z = fma(u, scale, -1), p = P(z) by Horner with fma, then the program's form:
-//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2), Even p;
-//   for u > clamp the asymptote, x > 0 ? above : below (XHalfPlusEven: x, or -0.0 below);
+//   u = |x|, v = u (or fl(u * u): a program in x^2), z = fma(v, scale, -1), p = P(z) by
+//   Horner with fma, then the program's form:
+//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2),
+//     XHalfPlus fl(x * 1/2) + p (two roundings), Even p;
+//   for u > clamp the asymptote, x > 0 ? above : below (the x/2 forms: x, or -0.0 below);
 //   NaN compares false and stays in the polynomial. The three kinds of op:
 //     Plain   f(x);                   backward grad * f'(x)
 //     Scaled  cap * f(x * inv);       backward grad * f'(x * inv)    (inv = 1/cap in float32)
 //     Gated   f(a) * b;               backward ((grad * b) * f'(a), grad * f(a))
 //
-// Programs (the tables' index; the backward kernels' argument d): 0 = sigmoid forward, 1 = sigmoid backward_direct, 2 = sigmoid backward_matched, 3 = tanh forward, 4 = tanh backward_direct, 5 = tanh backward_matched, 6 = silu forward, 7 = silu backward_direct, 8 = silu backward_matched.
-// The default backward (read by turbogelu/mps.py), per function:
-// default_backward: sigmoid=direct, tanh=direct, silu=direct
+// Programs (the tables' index; the backward kernels' argument d), per function and tier its
+// forward, backward_direct, backward_matched:
+//   0-2: sigmoid accurate
+//   3-5: tanh accurate
+//   6-8: silu accurate
+//   9-11: sigmoid paper
+//   12-14: tanh paper
+//   15-17: silu paper
+// Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
+// pair per kind of op instantiated for each op, tier and storage type.
+// The default backward (read by turbogelu/mps.py), per tier and function:
+// default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct
+// default_backward (paper): sigmoid=direct, tanh=matched, silu=matched
 // float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
 // float64 on Apple GPUs.
 #include <metal_stdlib>
@@ -30,18 +43,27 @@ using namespace metal;
 #endif
 
 #define TG_FAMILY_N 14  // coefficients per row (the highest degree + 1)
-#define TG_FAMILY_PROGRAMS 9
+#define TG_FAMILY_PROGRAMS 18
 
 constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
-    10.44999980926513671875f,  // 0: sigmoid forward: 0x1.4e6666p+3
-    10.44999980926513671875f,  // 1: sigmoid backward_direct: 0x1.4e6666p+3
-    10.44999980926513671875f,  // 2: sigmoid backward_matched: 0x1.4e6666p+3
-    5.599999904632568359375f,  // 3: tanh forward: 0x1.666666p+2
-    5.599999904632568359375f,  // 4: tanh backward_direct: 0x1.666666p+2
-    5.599999904632568359375f,  // 5: tanh backward_matched: 0x1.666666p+2
-    13.0f,  // 6: silu forward: 0x1.ap+3
-    13.0f,  // 7: silu backward_direct: 0x1.ap+3
-    13.0f,  // 8: silu backward_matched: 0x1.ap+3
+    10.44999980926513671875f,  // 0: sigmoid accurate forward: 0x1.4e6666p+3
+    10.44999980926513671875f,  // 1: sigmoid accurate backward_direct: 0x1.4e6666p+3
+    10.44999980926513671875f,  // 2: sigmoid accurate backward_matched: 0x1.4e6666p+3
+    5.599999904632568359375f,  // 3: tanh accurate forward: 0x1.666666p+2
+    5.599999904632568359375f,  // 4: tanh accurate backward_direct: 0x1.666666p+2
+    5.599999904632568359375f,  // 5: tanh accurate backward_matched: 0x1.666666p+2
+    13.0f,  // 6: silu accurate forward: 0x1.ap+3
+    13.0f,  // 7: silu accurate backward_direct: 0x1.ap+3
+    13.0f,  // 8: silu accurate backward_matched: 0x1.ap+3
+    5.2600002288818359375f,  // 9: sigmoid paper forward: 0x1.50a3d8p+2
+    5.599999904632568359375f,  // 10: sigmoid paper backward_direct: 0x1.666666p+2
+    5.2600002288818359375f,  // 11: sigmoid paper backward_matched: 0x1.50a3d8p+2
+    2.7799999713897705078125f,  // 12: tanh paper forward: 0x1.63d70ap+1
+    2.7799999713897705078125f,  // 13: tanh paper backward_direct: 0x1.63d70ap+1
+    2.7799999713897705078125f,  // 14: tanh paper backward_matched: 0x1.63d70ap+1
+    5.30000019073486328125f,  // 15: silu paper forward: 0x1.533334p+2
+    5.30000019073486328125f,  // 16: silu paper backward_direct: 0x1.533334p+2
+    5.30000019073486328125f,  // 17: silu paper backward_matched: 0x1.533334p+2
 };
 constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.1913875639438629150390625f,  // 0: 0x1.87f634p-3
@@ -53,8 +75,17 @@ constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.15384615957736968994140625f,  // 6: 0x1.3b13b2p-3
     0.15384615957736968994140625f,  // 7: 0x1.3b13b2p-3
     0.15384615957736968994140625f,  // 8: 0x1.3b13b2p-3
+    0.375f,  // 9: 0x1.8p-2
+    0.357421875f,  // 10: 0x1.6ep-2
+    0.375f,  // 11: 0x1.8p-2
+    0.703125f,  // 12: 0x1.68p-1
+    0.703125f,  // 13: 0x1.68p-1
+    0.703125f,  // 14: 0x1.68p-1
+    0.06982421875f,  // 15: 0x1.1ep-4
+    0.06982421875f,  // 16: 0x1.1ep-4
+    0.06982421875f,  // 17: 0x1.1ep-4
 };
-// The asymptotes: the result for x < -clamp and for x > clamp (XHalfPlusEven: unused,
+// The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: unused,
 // -0.0 and x itself).
 constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 0
@@ -66,6 +97,15 @@ constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     -0.0f,  // 6
     0.0f,  // 7
     0.0f,  // 8
+    0.0f,  // 9
+    0.0f,  // 10
+    0.0f,  // 11
+    -1.0f,  // 12
+    0.0f,  // 13
+    0.0f,  // 14
+    -0.0f,  // 15
+    0.0f,  // 16
+    0.0f,  // 17
 };
 constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     1.0f,  // 0
@@ -77,9 +117,18 @@ constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 6
     1.0f,  // 7
     1.0f,  // 8
+    1.0f,  // 9
+    0.0f,  // 10
+    0.0f,  // 11
+    1.0f,  // 12
+    0.0f,  // 13
+    0.0f,  // 14
+    0.0f,  // 15
+    1.0f,  // 16
+    1.0f,  // 17
 };
 constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
-    {  // 0: sigmoid forward: HalfPlusOdd, degree 11
+    {  // 0: sigmoid accurate forward: HalfPlusOdd, degree 11
         0.0946691334247589111328125f,  // c[0] = 0x1.83c3c8p-4
         -0.08937503397464752197265625f,  // c[1] = -0x1.6e1484p-4
         0.075655989348888397216796875f,  // c[2] = 0x1.35e30ep-4
@@ -95,7 +144,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 1: sigmoid backward_direct: Even, degree 11
+    {  // 1: sigmoid accurate backward_direct: Even, degree 11
         0.005280491895973682403564453125f,  // c[0] = 0x1.5a0ff4p-8
         -0.02752165496349334716796875f,  // c[1] = -0x1.c2ea3p-6
         0.07374154031276702880859375f,  // c[2] = 0x1.2e0b9cp-4
@@ -111,7 +160,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 2: sigmoid backward_matched: Even, degree 11
+    {  // 2: sigmoid accurate backward_matched: Even, degree 11
         0.00529409945011138916015625f,  // c[0] = 0x1.5af44p-8
         -0.02743808925151824951171875f,  // c[1] = -0x1.c18bbp-6
         0.07287491858005523681640625f,  // c[2] = 0x1.2a7ee4p-4
@@ -127,7 +176,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 3: tanh forward: Odd, degree 12
+    {  // 3: tanh accurate forward: Odd, degree 12
         0.3545068204402923583984375f,  // c[0] = 0x1.6b03d6p-2
         -0.3398859500885009765625f,  // c[1] = -0x1.5c0b1p-2
         0.299504458904266357421875f,  // c[2] = 0x1.32b14cp-2
@@ -143,7 +192,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.03899370133876800537109375f,  // c[12] = 0x1.3f6fb8p-5
         0.0f,
     },
-    {  // 4: tanh backward_direct: Even, degree 12
+    {  // 4: tanh accurate backward_direct: Even, degree 12
         0.014552216045558452606201171875f,  // c[0] = 0x1.dcd8d6p-7
         -0.080544210970401763916015625f,  // c[1] = -0x1.49e8bap-4
         0.2358348369598388671875f,  // c[2] = 0x1.e2fd6p-3
@@ -159,7 +208,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.3936810195446014404296875f,  // c[12] = 0x1.93211ep-2
         0.0f,
     },
-    {  // 5: tanh backward_matched: Even, degree 12
+    {  // 5: tanh accurate backward_matched: Even, degree 12
         0.0146208703517913818359375f,  // c[0] = 0x1.df18cp-7
         -0.08076298236846923828125f,  // c[1] = -0x1.4ace2p-4
         0.23083211481571197509765625f,  // c[2] = 0x1.d8be82p-3
@@ -175,7 +224,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.506918132305145263671875f,  // c[12] = 0x1.038ac6p-1
         0.0f,
     },
-    {  // 6: silu forward: XHalfPlusEven, degree 13
+    {  // 6: silu accurate forward: XHalfPlusEven, degree 13
         0.07669173181056976318359375f,  // c[0] = 0x1.3a211cp-4
         -0.075188033282756805419921875f,  // c[1] = -0x1.33f85ep-4
         0.07037736475467681884765625f,  // c[2] = 0x1.204404p-4
@@ -191,7 +240,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.047996409237384796142578125f,  // c[12] = 0x1.892fc4p-5
         -0.0182873308658599853515625f,  // c[13] = -0x1.2b9eap-6
     },
-    {  // 7: silu backward_direct: HalfPlusOdd, degree 13
+    {  // 7: silu accurate backward_direct: HalfPlusOdd, degree 13
         0.078195936977863311767578125f,  // c[0] = 0x1.404a62p-4
         -0.084753550589084625244140625f,  // c[1] = -0x1.5b268ap-4
         0.1009901463985443115234375f,  // c[2] = 0x1.9da7d8p-4
@@ -207,7 +256,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.4427489340305328369140625f,  // c[12] = 0x1.c55ffap-2
         -0.250379979610443115234375f,  // c[13] = -0x1.00639cp-2
     },
-    {  // 8: silu backward_matched: HalfPlusOdd, degree 13
+    {  // 8: silu accurate backward_matched: HalfPlusOdd, degree 13
         0.078195430338382720947265625f,  // c[0] = 0x1.4049dap-4
         -0.084809370338916778564453125f,  // c[1] = -0x1.5b6112p-4
         0.10104973614215850830078125f,  // c[2] = 0x1.9de654p-4
@@ -223,25 +272,192 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.434214413166046142578125f,  // c[12] = 0x1.bca2b4p-2
         -0.2743099629878997802734375f,  // c[13] = -0x1.18e4b6p-2
     },
+    {  // 9: sigmoid paper forward: HalfPlusOdd, degree 2
+        0.1630859375f,  // c[0] = 0x1.4ep-3
+        -0.09423828125f,  // c[1] = -0x1.82p-4
+        0.02294921875f,  // c[2] = 0x1.78p-6
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 10: sigmoid paper backward_direct: Even, degree 4
+        0.053466796875f,  // c[0] = 0x1.b6p-5
+        -0.1533203125f,  // c[1] = -0x1.3ap-3
+        0.1533203125f,  // c[2] = 0x1.3ap-3
+        0.02685546875f,  // c[3] = 0x1.b8p-6
+        -0.07958984375f,  // c[4] = -0x1.46p-4
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 11: sigmoid paper backward_matched: Even, degree 2
+        0.06884765625f,  // c[0] = 0x1.1ap-4
+        -0.142578125f,  // c[1] = -0x1.24p-3
+        0.06884765625f,  // c[2] = 0x1.1ap-4
+        0.0f,  // c[3]: leading zero (the pair's degree 4)
+        0.0f,  // c[4]: leading zero (the pair's degree 4)
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 12: tanh paper forward: Odd, degree 3
+        0.62890625f,  // c[0] = 0x1.42p-1
+        -0.40234375f,  // c[1] = -0x1.9cp-2
+        0.0947265625f,  // c[2] = 0x1.84p-4
+        0.031005859375f,  // c[3] = 0x1.fcp-6
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 13: tanh paper backward_direct: Even, degree 3
+        0.2265625f,  // c[0] = 0x1.dp-3
+        -0.615234375f,  // c[1] = -0x1.3bp-1
+        0.377197265625f,  // c[2] = 0x1.824p-2
+        0.1240234375f,  // c[3] = 0x1.fcp-4
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 14: tanh paper backward_matched: Even, degree 3
+        0.2265625f,  // c[0] = 0x1.dp-3
+        -0.615234375f,  // c[1] = -0x1.3bp-1
+        0.377197265625f,  // c[2] = 0x1.824p-2
+        0.1240234375f,  // c[3] = 0x1.fcp-4
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 15: silu paper forward: XHalfPlus, in x^2, degree 3
+        1.828125f,  // c[0] = 0x1.d4p+0
+        1.0f,  // c[1] = 0x1p+0
+        -0.470703125f,  // c[2] = -0x1.e2p-2
+        0.33203125f,  // c[3] = 0x1.54p-2
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 16: silu paper backward_direct: HalfPlusOdd, in x^2, degree 2
+        0.1396484375f,  // c[0] = 0x1.1ep-3
+        -0.131465911865234375f,  // c[1] = -0x1.0d3ep-3
+        0.139102935791015625f,  // c[2] = 0x1.1ce2p-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 17: silu paper backward_matched: HalfPlusOdd, in x^2, degree 2
+        0.1396484375f,  // c[0] = 0x1.1ep-3
+        -0.131465911865234375f,  // c[1] = -0x1.0d3ep-3
+        0.139102935791015625f,  // c[2] = 0x1.1ce2p-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
 };
 
-// The ops (family.h's TG_FAMILY_OPS): X(op, kind, forward program, forward form,
-// forward coefficients, derivative form, derivative coefficients).
+// The ops (family.h's TG_FAMILY_OPS) in each tier: X(op, tier, kind, forward program,
+// forward form, forward coefficients, forward in x^2, derivative form, derivative
+// coefficients, derivative in x^2), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.
 #define TG_FAMILY_OPS(X) \
-  X(sigmoid, PLAIN, 0, TG_HALF_PLUS_ODD, 12, TG_EVEN, 12) \
-  X(tanh, PLAIN, 3, TG_ODD, 13, TG_EVEN, 13) \
-  X(silu, PLAIN, 6, TG_X_HALF_PLUS_EVEN, 14, TG_HALF_PLUS_ODD, 14) \
-  X(softcap, SCALED, 3, TG_ODD, 13, TG_EVEN, 13) \
-  X(swiglu, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, TG_HALF_PLUS_ODD, 14)
+  X(sigmoid, accurate, PLAIN, 0, TG_HALF_PLUS_ODD, 12, false, TG_EVEN, 12, false) \
+  X(sigmoid, paper, PLAIN, 9, TG_HALF_PLUS_ODD, 3, false, TG_EVEN, 5, false) \
+  X(tanh, accurate, PLAIN, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
+  X(tanh, paper, PLAIN, 12, TG_ODD, 4, false, TG_EVEN, 4, false) \
+  X(silu, accurate, PLAIN, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
+  X(silu, paper, PLAIN, 15, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
+  X(softcap, accurate, SCALED, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
+  X(softcap, paper, SCALED, 12, TG_ODD, 4, false, TG_EVEN, 4, false) \
+  X(swiglu, accurate, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
+  X(swiglu, paper, GATED, 15, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true)
 
 // family_eval.h's Form of a program.
-enum tg_form { TG_HALF_PLUS_ODD = 0, TG_ODD = 1, TG_X_HALF_PLUS_EVEN = 2, TG_EVEN = 3 };
+enum tg_form {
+  TG_HALF_PLUS_ODD = 0,
+  TG_ODD = 1,
+  TG_X_HALF_PLUS_EVEN = 2,
+  TG_X_HALF_PLUS = 3,
+  TG_EVEN = 4
+};
 
-// f(x) by program p, of form F with N coefficients (family_eval.h's family_eval).
-template <int F, int N>
+// f(x) by program p, of form F with N coefficients, its variable made from x^2 where Y
+// (family_eval.h's family_eval).
+//
+// XHalfPlus is the one place where a product feeds a sum outside fma(): fl(x * 1/2) + p, two
+// rounded operations as on the CPU. Metal >= 3.2 does not fuse them (fp contract(off) above).
+// Below 3.2 there is no pragma and the compile options decide, as for every kernel here
+// (torch.mps.compile_shader: fast math off); were the two fused into fma(x, 1/2, p), the bits
+// would not change: x * 1/2 is exact unless |x| < 2^-125, where z rounds to -1, so p = P(-1),
+// and |x / 2| < 2^-126 is under half an ulp of P(-1) (tests/test_mps_family.py checks this of
+// every such program, and runs these kernels compiled with contraction).
+template <int F, int N, bool Y>
 inline float tg_family_eval(float x, int p) {
   const float u = fabs(x);
-  const float z = fma(u, TG_FAMILY_SCALE[p], -1.0f);
+  float v = u;
+  if (Y) v = u * u;  // rounded to float before the fma
+  const float z = fma(v, TG_FAMILY_SCALE[p], -1.0f);
   float q = TG_FAMILY_COEFFS[p][N - 1];
   for (int k = N - 2; k >= 0; --k) q = fma(q, z, TG_FAMILY_COEFFS[p][k]);
   float r;
@@ -251,45 +467,50 @@ inline float tg_family_eval(float x, int p) {
     r = x * q;
   } else if (F == TG_X_HALF_PLUS_EVEN) {
     r = x * fma(x, q, 0.5f);
+  } else if (F == TG_X_HALF_PLUS) {
+    const float h = x * 0.5f;
+    r = h + q;
   } else {
     r = q;
   }
   const bool outside = u > TG_FAMILY_CLAMP[p];
-  if (F == TG_X_HALF_PLUS_EVEN) return outside ? (x > 0.0f ? x : -0.0f) : r;
+  if (F == TG_X_HALF_PLUS_EVEN || F == TG_X_HALF_PLUS) {
+    return outside ? (x > 0.0f ? x : -0.0f) : r;
+  }
   return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
 }
 
 // The element functions of the three kinds (family_eval.h's), over float: f is the forward
-// program pf, f' the derivative program d. Always multiply by the gradient: a NaN gradient
-// stays NaN where the derivative is 0.
-template <int FF, int NF>
+// program pf, of shape (FF, NF, YF), f' the derivative program d, of shape (FD, ND, YD).
+// Always multiply by the gradient: a NaN gradient stays NaN where the derivative is 0.
+template <int FF, int NF, bool YF>
 inline float tg_plain_forward(float x, int pf) {
-  return tg_family_eval<FF, NF>(x, pf);
+  return tg_family_eval<FF, NF, YF>(x, pf);
 }
-template <int FD, int ND>
+template <int FD, int ND, bool YD>
 inline float tg_plain_backward(float g, float x, int d) {
-  return g * tg_family_eval<FD, ND>(x, d);
+  return g * tg_family_eval<FD, ND, YD>(x, d);
 }
-template <int FF, int NF>
+template <int FF, int NF, bool YF>
 inline float tg_scaled_forward(float x, int pf, float inv, float cap) {
-  return cap * tg_family_eval<FF, NF>(x * inv, pf);
+  return cap * tg_family_eval<FF, NF, YF>(x * inv, pf);
 }
-template <int FD, int ND>
+template <int FD, int ND, bool YD>
 inline float tg_scaled_backward(float g, float x, int d, float inv) {
-  return g * tg_family_eval<FD, ND>(x * inv, d);
+  return g * tg_family_eval<FD, ND, YD>(x * inv, d);
 }
-template <int FF, int NF>
+template <int FF, int NF, bool YF>
 inline float tg_gated_forward(float a, float b, int pf) {
-  return tg_family_eval<FF, NF>(a, pf) * b;
+  return tg_family_eval<FF, NF, YF>(a, pf) * b;
 }
 struct tg_pair {
   float first, second;
 };
-template <int FF, int NF, int FD, int ND>
+template <int FF, int NF, bool YF, int FD, int ND, bool YD>
 inline tg_pair tg_gated_backward(float g, float a, float b, int pf, int d) {
   tg_pair r;
-  r.first = (g * b) * tg_family_eval<FD, ND>(a, d);
-  r.second = g * tg_family_eval<FF, NF>(a, pf);
+  r.first = (g * b) * tg_family_eval<FD, ND, YD>(a, d);
+  r.second = g * tg_family_eval<FF, NF, YF>(a, pf);
   return r;
 }
 
@@ -312,79 +533,85 @@ inline float tg_store(float v, float) { return v; }
 inline float tg_load(half v) { return float(v); }
 inline half tg_store(float v, half) { return half(v); }
 
-// One kernel pair per op kind and storage type; one element per thread, the grid has n
-// threads (or more: hence the guard). Storage is widened to float and rounded once.
-#define TG_PLAIN_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \
-  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \
-                                  device T* out [[buffer(1)]],                           \
-                                  constant long& n [[buffer(2)]],                        \
-                                  uint i [[thread_position_in_grid]]) {                  \
-    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF>(tg_load(x[i]), PF), T());      \
+// One kernel pair per op kind, instantiated per op, tier and storage type: OP##_##TIER names
+// the pair, PF is its forward program, (FF, NF, YF) and (FD, ND, YD) the shapes. One element
+// per thread, the grid has n threads (or more: hence the guard). Storage is widened to float
+// and rounded once.
+#define TG_PLAIN_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \
+  kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \
+                                           device T* out [[buffer(1)]],                  \
+                                           constant long& n [[buffer(2)]],               \
+                                           uint i [[thread_position_in_grid]]) {         \
+    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF, YF>(tg_load(x[i]), PF), T());  \
   }                                                                                      \
-  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \
-                                   device const T* x [[buffer(1)]],                      \
-                                   device T* out [[buffer(2)]],                          \
-                                   constant long& n [[buffer(3)]],                       \
-                                   constant long& d [[buffer(4)]],                       \
-                                   uint i [[thread_position_in_grid]]) {                 \
-    if (i < n)                                                                           \
-      out[i] = tg_store(tg_plain_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d)), \
-                        T());                                                            \
-  }
-
-#define TG_SCALED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \
-  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \
-                                  device T* out [[buffer(1)]],                           \
-                                  constant long& n [[buffer(2)]],                        \
-                                  constant float& inv [[buffer(3)]],                     \
-                                  constant float& cap [[buffer(4)]],                     \
-                                  uint i [[thread_position_in_grid]]) {                  \
-    if (i < n)                                                                           \
-      out[i] = tg_store(tg_scaled_forward<FF, NF>(tg_load(x[i]), PF, inv, cap), T());    \
-  }                                                                                      \
-  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \
-                                   device const T* x [[buffer(1)]],                      \
-                                   device T* out [[buffer(2)]],                          \
-                                   constant long& n [[buffer(3)]],                       \
-                                   constant long& d [[buffer(4)]],                       \
-                                   constant float& inv [[buffer(5)]],                    \
-                                   uint i [[thread_position_in_grid]]) {                 \
+  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \
+                                            device const T* x [[buffer(1)]],             \
+                                            device T* out [[buffer(2)]],                 \
+                                            constant long& n [[buffer(3)]],              \
+                                            constant long& d [[buffer(4)]],              \
+                                            uint i [[thread_position_in_grid]]) {        \
     if (i < n)                                                                           \
       out[i] = tg_store(                                                                 \
-          tg_scaled_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d), inv), T());   \
+          tg_plain_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d)), T());     \
   }
 
-#define TG_GATED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                 \
-  kernel void OP##_forward_##NAME(device const T* a [[buffer(0)]],                       \
-                                  device const T* b [[buffer(1)]],                       \
-                                  device T* out [[buffer(2)]],                           \
-                                  constant long& n [[buffer(3)]],                        \
-                                  uint i [[thread_position_in_grid]]) {                  \
+#define TG_SCALED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                  \
+  kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \
+                                           device T* out [[buffer(1)]],                  \
+                                           constant long& n [[buffer(2)]],               \
+                                           constant float& inv [[buffer(3)]],            \
+                                           constant float& cap [[buffer(4)]],            \
+                                           uint i [[thread_position_in_grid]]) {         \
     if (i < n)                                                                           \
-      out[i] = tg_store(tg_gated_forward<FF, NF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \
+      out[i] =                                                                           \
+          tg_store(tg_scaled_forward<FF, NF, YF>(tg_load(x[i]), PF, inv, cap), T());     \
   }                                                                                      \
-  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \
-                                   device const T* a [[buffer(1)]],                      \
-                                   device const T* b [[buffer(2)]],                      \
-                                   device T* out_a [[buffer(3)]],                        \
-                                   device T* out_b [[buffer(4)]],                        \
-                                   constant long& n [[buffer(5)]],                       \
-                                   constant long& d [[buffer(6)]],                       \
-                                   uint i [[thread_position_in_grid]]) {                 \
+  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \
+                                            device const T* x [[buffer(1)]],             \
+                                            device T* out [[buffer(2)]],                 \
+                                            constant long& n [[buffer(3)]],              \
+                                            constant long& d [[buffer(4)]],              \
+                                            constant float& inv [[buffer(5)]],           \
+                                            uint i [[thread_position_in_grid]]) {        \
+    if (i < n)                                                                           \
+      out[i] = tg_store(                                                                 \
+          tg_scaled_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d), inv),     \
+          T());                                                                          \
+  }
+
+#define TG_GATED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \
+  kernel void OP##_##TIER##_forward_##NAME(device const T* a [[buffer(0)]],              \
+                                           device const T* b [[buffer(1)]],              \
+                                           device T* out [[buffer(2)]],                  \
+                                           constant long& n [[buffer(3)]],               \
+                                           uint i [[thread_position_in_grid]]) {         \
+    if (i < n)                                                                           \
+      out[i] =                                                                           \
+          tg_store(tg_gated_forward<FF, NF, YF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \
+  }                                                                                      \
+  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \
+                                            device const T* a [[buffer(1)]],             \
+                                            device const T* b [[buffer(2)]],             \
+                                            device T* out_a [[buffer(3)]],               \
+                                            device T* out_b [[buffer(4)]],               \
+                                            constant long& n [[buffer(5)]],              \
+                                            constant long& d [[buffer(6)]],              \
+                                            uint i [[thread_position_in_grid]]) {        \
     if (i < n) {                                                                         \
       /* every input is read before either output is written: out_a or out_b may be */   \
       /* one of the inputs */                                                            \
-      const tg_pair r = tg_gated_backward<FF, NF, FD, ND>(tg_load(g[i]), tg_load(a[i]),  \
-                                                          tg_load(b[i]), PF, int(d));    \
+      const tg_pair r = tg_gated_backward<FF, NF, YF, FD, ND, YD>(                       \
+          tg_load(g[i]), tg_load(a[i]), tg_load(b[i]), PF, int(d));                      \
       out_a[i] = tg_store(r.first, T());                                                 \
       out_b[i] = tg_store(r.second, T());                                                \
     }                                                                                    \
   }
 
-// Every op for every storage type: <op>_forward_<type>, <op>_backward_<type>.
-#define TG_FAMILY_KERNELS(OP, KIND, PF, FF, NF, FD, ND)     \
-  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, float, float) \
-  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, half, half)   \
-  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, tg_bf16, bfloat)
+// Every op in every tier for every storage type: <op>_<tier>_forward_<type>,
+// <op>_<tier>_backward_<type>.
+#define TG_FAMILY_KERNELS(OP, TIER, KIND, PF, FF, NF, YF, FD, ND, YD)     \
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, float, float) \
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, half, half)   \
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, tg_bf16, bfloat)
 
 TG_FAMILY_OPS(TG_FAMILY_KERNELS)

@@ -1,8 +1,10 @@
 // Runs the generated family Metal kernels on the CPU through the stub header
 // (tests/test_mps_family.py):
 //
-//   family_harness OP TYPE IN OUT    OP: an op of TG_FAMILY_OPS; TYPE: float | half | bfloat
+//   family_harness OP TIER TYPE IN OUT
 //
+// OP and TIER: an (op, tier) of the source's TG_FAMILY_OPS (its kernels <op>_<tier>_*);
+// TYPE: float | half | bfloat.
 // IN holds int64 n, int64 d[2] (two derivative programs), float inv, float cap, then grad[n],
 // a[n] and b[n] in TYPE's storage. OUT receives the forward (Plain, Scaled: of a; Gated: of
 // a, b), then for each d the backward (Plain, Scaled: of grad, a; Gated: of grad, a, b, both
@@ -87,16 +89,17 @@ int run_GATED(const char* in_path, const char* out_path, Fwd fwd, Bwd bwd) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) return 2;
-#define TG_RUN_TYPE(OP, KIND, T, NAME) \
-  if (!std::strcmp(argv[2], #NAME))    \
-    return run_##KIND<T>(argv[3], argv[4], OP##_forward_##NAME, OP##_backward_##NAME);
-#define TG_RUN(OP, KIND, PF, FF, NF, FD, ND) \
-  if (!std::strcmp(argv[1], #OP)) {          \
-    TG_RUN_TYPE(OP, KIND, float, float)      \
-    TG_RUN_TYPE(OP, KIND, metal::half, half) \
-    TG_RUN_TYPE(OP, KIND, tg_bf16, bfloat)   \
-    return 2;                                \
+  if (argc != 6) return 2;
+#define TG_RUN_TYPE(OP, TIER, KIND, T, NAME)                             \
+  if (!std::strcmp(argv[3], #NAME))                                      \
+    return run_##KIND<T>(argv[4], argv[5], OP##_##TIER##_forward_##NAME, \
+                         OP##_##TIER##_backward_##NAME);
+#define TG_RUN(OP, TIER, KIND, PF, FF, NF, YF, FD, ND, YD)          \
+  if (!std::strcmp(argv[1], #OP) && !std::strcmp(argv[2], #TIER)) { \
+    TG_RUN_TYPE(OP, TIER, KIND, float, float)                       \
+    TG_RUN_TYPE(OP, TIER, KIND, metal::half, half)                  \
+    TG_RUN_TYPE(OP, TIER, KIND, tg_bf16, bfloat)                    \
+    return 2;                                                       \
   }
   TG_FAMILY_OPS(TG_RUN)
 #undef TG_RUN

@@ -8,8 +8,9 @@
 * ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as poly_eval.h written
   out in Metal, every coefficient an *exact* decimal literal (the float32 value's full decimal
   expansion, so any compiler reads the same bits; its hex form stands beside it);
-* ``kernels/mps/family_kernels.metal``: the family's programs likewise, evaluated as
-  family_eval.h does, with one kernel pair per kind of op (family.h's Plain, Scaled, Gated).
+* ``kernels/mps/family_kernels.metal``: the family's programs of both tiers likewise,
+  evaluated as family_eval.h does, with one generic kernel pair per kind of op (family.h's
+  Plain, Scaled, Gated) instantiated for each op and tier.
 
 So the bits the kernels use are the bits the spec's errors were measured for; a test
 regenerates every file and compares (``python -m turbogelu codegen --check``).
@@ -429,6 +430,21 @@ def _family_program(name: str, ps, errors: dict, degree: int) -> list[str]:
     ]
 
 
+def family_shape(fn: str, tier: str, doc: dict) -> tuple[str, int, bool, str, int, bool]:
+    """The kernels' shape of one (function, tier) spec, as TG_FAMILY_SHAPES lists it:
+    (forward Form, degree, in x^2, derivative Form, degree, in x^2). The direct and matched
+    derivative share one Form and run at the larger degree of the two (the shorter one padded
+    with leading zero coefficients, _family_program)."""
+    from .polyspec import PolySpec
+
+    fwd, direct, matched = (PolySpec.from_dict(doc[name]) for name in specmod.PARTS)
+    back = {family_form(direct), family_form(matched)}
+    if len(back) != 1:
+        raise ValueError(f"{fn} ({tier}): the direct and matched backward differ in form")
+    (ff, fy), (bf, by) = family_form(fwd), back.pop()
+    return ff, fwd.degree, fy, bf, max(direct.degree, matched.degree), by
+
+
 def render_family(docs: dict[tuple[str, str], dict]) -> str:
     from .polyspec import PolySpec
 
@@ -450,21 +466,15 @@ def render_family(docs: dict[tuple[str, str], dict]) -> str:
     shapes = []
     for (fn, tier), doc in docs.items():
         parts = {name: PolySpec.from_dict(doc[name]) for name in specmod.PARTS}
-        fwd, direct, matched = (parts[n] for n in specmod.PARTS)
-        back = {family_form(direct), family_form(matched)}
-        if len(back) != 1:
-            raise ValueError(f"{fn} ({tier}): the direct and matched backward differ in form")
-        bdeg = max(direct.degree, matched.degree)
+        ff, fdeg, fy, bf, bdeg, by = family_shape(fn, tier, doc)
         lines += ["", f"// {fn}, {tier} tier: {doc['generated_by']}"]
         for name in specmod.PARTS:
-            deg = fwd.degree if name == "forward" else bdeg
+            deg = fdeg if name == "forward" else bdeg
             lines += _family_program(f"{fn}_{tier}_{name}", parts[name], doc[name]["errors"], deg)
         default = "true" if doc["default_backward"] == "direct" else "false"
         lines += [f"inline constexpr bool {fn}_{tier}_default_backward_is_direct = {default};"]
-        (ff, fy), (bf, by) = family_form(fwd), back.pop()
         shapes.append(
-            f"  X({fn}, {tier}, {ff}, {fwd.degree}, {str(fy).lower()}, {bf}, {bdeg}, "
-            f"{str(by).lower()})"
+            f"  X({fn}, {tier}, {ff}, {fdeg}, {str(fy).lower()}, {bf}, {bdeg}, {str(by).lower()})"
         )
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
@@ -474,77 +484,93 @@ def render_family(docs: dict[tuple[str, str], dict]) -> str:
 # ---------------------------------------------------------------- the family in Metal
 
 FAMILY_METAL = KERNELS / "mps" / "family_kernels.metal"
-# The family's programs in the order of their index in the Metal tables (the backward kernels'
-# argument d; turbogelu/mps.py passes it).
+# The family's programs, (function, tier, part) in the order of their index in the Metal
+# tables (the backward kernels' argument d; turbogelu/mps.py passes it).
 FAMILY_METAL_PROGRAMS = _spec_names.FAMILY_METAL_PROGRAMS
 # The ops, X(op, function, kind), as family.h's TG_FAMILY_OPS.
 FAMILY_OPS = _spec_names.FAMILY_OPS
+FAMILY_TIERS = _spec_names.FAMILY_TIERS
 # family_eval.h's Form as the Metal source names it.
 _METAL_FORMS = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
-                "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "Even": "TG_EVEN"}  # fmt: skip
+                "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
+                "Even": "TG_EVEN"}  # fmt: skip
 
 
-def _metal_form(ps) -> str:
-    """family_form's Form for the Metal source, which has no variable in x^2 (the paper
-    tier's SiLU) yet."""
-    form, in_y = family_form(ps)
-    if in_y or form not in _METAL_FORMS:
-        raise ValueError(f"the Metal source has no kernel for {ps.describe()}")
-    return form
-
-
-def family_shapes(docs: dict[str, dict]) -> dict[str, tuple[str, int, str, int]]:
-    """{function: (forward Form, forward degree, derivative Form, derivative degree)}, the
-    direct and matched derivative of one shape (as family_coeffs.h's TG_FAMILY_SHAPES)."""
-    from .polyspec import PolySpec
-
-    shapes = {}
-    for fn, doc in docs.items():
-        fwd, direct, matched = (PolySpec.from_dict(doc[name]) for name in specmod.PARTS)
-        back = {_metal_form(direct), _metal_form(matched)}
-        if len(back) != 1 or direct.degree != matched.degree:
-            raise ValueError(f"{fn}: the direct and matched backward differ in shape")
-        shapes[fn] = (_metal_form(fwd), fwd.degree, back.pop(), direct.degree)
+def family_shapes(
+    family: dict[tuple[str, str], dict],
+) -> dict[tuple[str, str], tuple[str, int, bool, str, int, bool]]:
+    """{(function, tier): family_shape}: each program pair's shape as TG_FAMILY_SHAPES has it
+    (the Metal kernels are instantiated for the shapes the CPU's are)."""
+    shapes = {key: family_shape(*key, doc) for key, doc in family.items()}
+    for key, (ff, _, _, fd, _, _) in shapes.items():
+        if ff not in _METAL_FORMS or fd not in _METAL_FORMS:
+            raise ValueError(f"{key}: the Metal source has no form {ff} / {fd}")
     return shapes
 
 
 def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
-    """The Metal source from ``load_family``'s specs: the accurate tier only so far
-    (turbogelu/mps.py refuses the paper tier)."""
+    """The Metal source from ``load_family``'s specs: every tier's programs in one set of
+    tables, one kernel pair per (op, tier) and storage type."""
     from .polyspec import PolySpec
 
-    docs = {fn: doc for (fn, tier), doc in family.items() if tier == "accurate"}
-    if tuple(docs) != _spec_names.FAMILY_FUNCTIONS:
-        raise ValueError(f"family specs for {tuple(docs)}, expected {_spec_names.FAMILY_FUNCTIONS}")
-    shapes = family_shapes(docs)
-    programs = [PolySpec.from_dict(docs[fn][part]) for fn, part in FAMILY_METAL_PROGRAMS]
+    want = [(fn, tier) for tier in FAMILY_TIERS for fn in _spec_names.FAMILY_FUNCTIONS]
+    if sorted(family) != sorted(want):
+        raise ValueError(f"family specs for {sorted(family)}, expected {sorted(want)}")
+    shapes = family_shapes(family)
+    programs = [
+        PolySpec.from_dict(family[(fn, tier)][part]) for fn, tier, part in FAMILY_METAL_PROGRAMS
+    ]
     n = 1 + max(ps.degree for ps in programs)
     clamps, scales, below, above, rows = [], [], [], [], []
-    for i, ((fn, part), ps) in enumerate(zip(FAMILY_METAL_PROGRAMS, programs, strict=True)):
+    for i, ((fn, tier, part), ps) in enumerate(zip(FAMILY_METAL_PROGRAMS, programs, strict=True)):
         lo, hi = _ASYMPTOTES[ps.tgt.asymptote_kind]
         clamp, scale = specmod.f32_hex(ps.clamp), specmod.f32_hex(ps.scale)
-        clamps.append(f"    {_metal_lit(clamp)},  // {i}: {fn} {part}: {clamp}")
+        name = f"{fn} {tier} {part}"
+        clamps.append(f"    {_metal_lit(clamp)},  // {i}: {name}: {clamp}")
         scales.append(f"    {_metal_lit(scale)},  // {i}: {scale}")
         below.append(f"    {lo},  // {i}")
         above.append(f"    {hi},  // {i}")
-        form = _metal_form(ps)
-        rows.append(f"    {{  // {i}: {fn} {part}: {form}, degree {ps.degree}")
+        form, in_y = family_form(ps)
+        ff, fdeg, _, _, bdeg, _ = shapes[(fn, tier)]
+        shape_degree = fdeg if part == "forward" else bdeg
+        variable = ", in x^2" if in_y else ""
+        rows.append(f"    {{  // {i}: {name}: {form}{variable}, degree {ps.degree}")
         coeffs = [specmod.f32_hex(c) for c in ps.coefficients]
         rows += [f"        {_metal_lit(c)},  // c[{k}] = {c}" for k, c in enumerate(coeffs)]
-        # Beyond degree + 1 the row is padding that no kernel reads (N is the program's own).
-        rows += ["        0.0f,"] * (n - len(coeffs))
+        # A shorter derivative runs at its pair's degree (as family_coeffs.h pads it): leading
+        # zeros, which Horner passes through exactly. Beyond that the row is padding that no
+        # kernel reads.
+        rows += [
+            f"        0.0f,  // c[{k}]: leading zero (the pair's degree {shape_degree})"
+            for k in range(len(coeffs), shape_degree + 1)
+        ]
+        rows += ["        0.0f,"] * (n - max(len(coeffs), shape_degree + 1))
         rows.append("    },")
-    names = ", ".join(f"{i} = {fn} {part}" for i, (fn, part) in enumerate(FAMILY_METAL_PROGRAMS))
-    defaults = ", ".join(f"{fn}={doc['default_backward']}" for fn, doc in docs.items())
-    head = _FAMILY_METAL_HEAD.replace("@PROGRAMS@", names).replace("@DEFAULTS@", defaults)
+    index = [
+        f"//   {i}-{i + 2}: {fn} {tier}"
+        for i, (fn, tier, part) in enumerate(FAMILY_METAL_PROGRAMS)
+        if part == specmod.PARTS[0]
+    ]
+    defaults = [
+        f"// default_backward ({tier}): "
+        + ", ".join(f"{fn}={family[(fn, tier)]['default_backward']}" for fn, t in want if t == tier)
+        for tier in FAMILY_TIERS
+    ]
+    head = (
+        _FAMILY_METAL_HEAD.replace("@PARTS@", ", ".join(specmod.PARTS))
+        .replace("@PROGRAMS@", "\n".join(index))
+        .replace("@DEFAULTS@", "\n".join(defaults))
+    )
+    bool_lit = {True: "true", False: "false"}
     ops = []
     for op, fn, kind in FAMILY_OPS:
-        ff, df, fd, dd = shapes[fn]
-        pf = FAMILY_METAL_PROGRAMS.index((fn, "forward"))
-        ops.append(
-            f"  X({op}, {kind.upper()}, {pf}, {_METAL_FORMS[ff]}, {df + 1}, {_METAL_FORMS[fd]}, "
-            f"{dd + 1})"
-        )
+        for tier in FAMILY_TIERS:
+            ff, fdeg, fy, fd, bdeg, by = shapes[(fn, tier)]
+            pf = FAMILY_METAL_PROGRAMS.index((fn, tier, "forward"))
+            ops.append(
+                f"  X({op}, {tier}, {kind.upper()}, {pf}, {_METAL_FORMS[ff]}, {fdeg + 1}, "
+                f"{bool_lit[fy]}, {_METAL_FORMS[fd]}, {bdeg + 1}, {bool_lit[by]})"
+            )
     tables = [
         f"#define TG_FAMILY_N {n}  // coefficients per row (the highest degree + 1)",
         f"#define TG_FAMILY_PROGRAMS {len(programs)}",
@@ -555,7 +581,7 @@ def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
         "constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {",
         *scales,
         "};",
-        "// The asymptotes: the result for x < -clamp and for x > clamp (XHalfPlusEven: unused,",
+        "// The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: unused,",
         "// -0.0 and x itself).",
         "constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {",
         *below,
@@ -567,8 +593,9 @@ def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
         *rows,
         "};",
         "",
-        "// The ops (family.h's TG_FAMILY_OPS): X(op, kind, forward program, forward form,",
-        "// forward coefficients, derivative form, derivative coefficients).",
+        "// The ops (family.h's TG_FAMILY_OPS) in each tier: X(op, tier, kind, forward program,",
+        "// forward form, forward coefficients, forward in x^2, derivative form, derivative",
+        "// coefficients, derivative in x^2), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.",
         "#define TG_FAMILY_OPS(X) \\",
         " \\\n".join(ops),
     ]
@@ -577,37 +604,61 @@ def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
 
 _FAMILY_METAL_HEAD = """\
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/accurate.json (turbogelu/approx/codegen.py).
+// data/specs/<function>/<tier>.json (turbogelu/approx/codegen.py).
 //
-// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu): the
-// evaluation of family_eval.h with the programs of family_coeffs.h, compiled at first use by
-// torch.mps.compile_shader (turbogelu/mps.py). Each coefficient, clamp and scale is the exact
-// decimal expansion of its float32 value (hex beside it), so every compiler reads the same bits.
+// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu) in both
+// tiers (accurate, paper): the evaluation of family_eval.h with the programs of
+// family_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
+// coefficient, clamp and scale is the exact decimal expansion of its float32 value (hex beside
+// it), so every compiler reads the same bits.
 //
-//   u = |x|, z = fma(u, scale, -1), p = P(z) by Horner with fma, then the program's form:
-//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2), Even p;
-//   for u > clamp the asymptote, x > 0 ? above : below (XHalfPlusEven: x, or -0.0 below);
+//   u = |x|, v = u (or fl(u * u): a program in x^2), z = fma(v, scale, -1), p = P(z) by
+//   Horner with fma, then the program's form:
+//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2),
+//     XHalfPlus fl(x * 1/2) + p (two roundings), Even p;
+//   for u > clamp the asymptote, x > 0 ? above : below (the x/2 forms: x, or -0.0 below);
 //   NaN compares false and stays in the polynomial. The three kinds of op:
 //     Plain   f(x);                   backward grad * f'(x)
 //     Scaled  cap * f(x * inv);       backward grad * f'(x * inv)    (inv = 1/cap in float32)
 //     Gated   f(a) * b;               backward ((grad * b) * f'(a), grad * f(a))
 //
-// Programs (the tables' index; the backward kernels' argument d): @PROGRAMS@.
-// The default backward (read by turbogelu/mps.py), per function:
-// default_backward: @DEFAULTS@
+// Programs (the tables' index; the backward kernels' argument d), per function and tier its
+// @PARTS@:
+@PROGRAMS@
+// Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
+// pair per kind of op instantiated for each op, tier and storage type.
+// The default backward (read by turbogelu/mps.py), per tier and function:
+@DEFAULTS@
 // float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
 // float64 on Apple GPUs.
 """
 
 _FAMILY_METAL_MATH = """
 // family_eval.h's Form of a program.
-enum tg_form { TG_HALF_PLUS_ODD = 0, TG_ODD = 1, TG_X_HALF_PLUS_EVEN = 2, TG_EVEN = 3 };
+enum tg_form {
+  TG_HALF_PLUS_ODD = 0,
+  TG_ODD = 1,
+  TG_X_HALF_PLUS_EVEN = 2,
+  TG_X_HALF_PLUS = 3,
+  TG_EVEN = 4
+};
 
-// f(x) by program p, of form F with N coefficients (family_eval.h's family_eval).
-template <int F, int N>
+// f(x) by program p, of form F with N coefficients, its variable made from x^2 where Y
+// (family_eval.h's family_eval).
+//
+// XHalfPlus is the one place where a product feeds a sum outside fma(): fl(x * 1/2) + p, two
+// rounded operations as on the CPU. Metal >= 3.2 does not fuse them (fp contract(off) above).
+// Below 3.2 there is no pragma and the compile options decide, as for every kernel here
+// (torch.mps.compile_shader: fast math off); were the two fused into fma(x, 1/2, p), the bits
+// would not change: x * 1/2 is exact unless |x| < 2^-125, where z rounds to -1, so p = P(-1),
+// and |x / 2| < 2^-126 is under half an ulp of P(-1) (tests/test_mps_family.py checks this of
+// every such program, and runs these kernels compiled with contraction).
+template <int F, int N, bool Y>
 inline float tg_family_eval(float x, int p) {
   const float u = fabs(x);
-  const float z = fma(u, TG_FAMILY_SCALE[p], -1.0f);
+  float v = u;
+  if (Y) v = u * u;  // rounded to float before the fma
+  const float z = fma(v, TG_FAMILY_SCALE[p], -1.0f);
   float q = TG_FAMILY_COEFFS[p][N - 1];
   for (int k = N - 2; k >= 0; --k) q = fma(q, z, TG_FAMILY_COEFFS[p][k]);
   float r;
@@ -617,124 +668,135 @@ inline float tg_family_eval(float x, int p) {
     r = x * q;
   } else if (F == TG_X_HALF_PLUS_EVEN) {
     r = x * fma(x, q, 0.5f);
+  } else if (F == TG_X_HALF_PLUS) {
+    const float h = x * 0.5f;
+    r = h + q;
   } else {
     r = q;
   }
   const bool outside = u > TG_FAMILY_CLAMP[p];
-  if (F == TG_X_HALF_PLUS_EVEN) return outside ? (x > 0.0f ? x : -0.0f) : r;
+  if (F == TG_X_HALF_PLUS_EVEN || F == TG_X_HALF_PLUS) {
+    return outside ? (x > 0.0f ? x : -0.0f) : r;
+  }
   return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
 }
 
 // The element functions of the three kinds (family_eval.h's), over float: f is the forward
-// program pf, f' the derivative program d. Always multiply by the gradient: a NaN gradient
-// stays NaN where the derivative is 0.
-template <int FF, int NF>
+// program pf, of shape (FF, NF, YF), f' the derivative program d, of shape (FD, ND, YD).
+// Always multiply by the gradient: a NaN gradient stays NaN where the derivative is 0.
+template <int FF, int NF, bool YF>
 inline float tg_plain_forward(float x, int pf) {
-  return tg_family_eval<FF, NF>(x, pf);
+  return tg_family_eval<FF, NF, YF>(x, pf);
 }
-template <int FD, int ND>
+template <int FD, int ND, bool YD>
 inline float tg_plain_backward(float g, float x, int d) {
-  return g * tg_family_eval<FD, ND>(x, d);
+  return g * tg_family_eval<FD, ND, YD>(x, d);
 }
-template <int FF, int NF>
+template <int FF, int NF, bool YF>
 inline float tg_scaled_forward(float x, int pf, float inv, float cap) {
-  return cap * tg_family_eval<FF, NF>(x * inv, pf);
+  return cap * tg_family_eval<FF, NF, YF>(x * inv, pf);
 }
-template <int FD, int ND>
+template <int FD, int ND, bool YD>
 inline float tg_scaled_backward(float g, float x, int d, float inv) {
-  return g * tg_family_eval<FD, ND>(x * inv, d);
+  return g * tg_family_eval<FD, ND, YD>(x * inv, d);
 }
-template <int FF, int NF>
+template <int FF, int NF, bool YF>
 inline float tg_gated_forward(float a, float b, int pf) {
-  return tg_family_eval<FF, NF>(a, pf) * b;
+  return tg_family_eval<FF, NF, YF>(a, pf) * b;
 }
 struct tg_pair {
   float first, second;
 };
-template <int FF, int NF, int FD, int ND>
+template <int FF, int NF, bool YF, int FD, int ND, bool YD>
 inline tg_pair tg_gated_backward(float g, float a, float b, int pf, int d) {
   tg_pair r;
-  r.first = (g * b) * tg_family_eval<FD, ND>(a, d);
-  r.second = g * tg_family_eval<FF, NF>(a, pf);
+  r.first = (g * b) * tg_family_eval<FD, ND, YD>(a, d);
+  r.second = g * tg_family_eval<FF, NF, YF>(a, pf);
   return r;
 }
 """
 
 _FAMILY_METAL_KERNELS = """
-// One kernel pair per op kind and storage type; one element per thread, the grid has n
-// threads (or more: hence the guard). Storage is widened to float and rounded once.
-#define TG_PLAIN_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \\
-  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \\
-                                  device T* out [[buffer(1)]],                           \\
-                                  constant long& n [[buffer(2)]],                        \\
-                                  uint i [[thread_position_in_grid]]) {                  \\
-    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF>(tg_load(x[i]), PF), T());      \\
+// One kernel pair per op kind, instantiated per op, tier and storage type: OP##_##TIER names
+// the pair, PF is its forward program, (FF, NF, YF) and (FD, ND, YD) the shapes. One element
+// per thread, the grid has n threads (or more: hence the guard). Storage is widened to float
+// and rounded once.
+#define TG_PLAIN_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \\
+  kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \\
+                                           device T* out [[buffer(1)]],                  \\
+                                           constant long& n [[buffer(2)]],               \\
+                                           uint i [[thread_position_in_grid]]) {         \\
+    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF, YF>(tg_load(x[i]), PF), T());  \\
   }                                                                                      \\
-  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \\
-                                   device const T* x [[buffer(1)]],                      \\
-                                   device T* out [[buffer(2)]],                          \\
-                                   constant long& n [[buffer(3)]],                       \\
-                                   constant long& d [[buffer(4)]],                       \\
-                                   uint i [[thread_position_in_grid]]) {                 \\
-    if (i < n)                                                                           \\
-      out[i] = tg_store(tg_plain_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d)), \\
-                        T());                                                            \\
-  }
-
-#define TG_SCALED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                \\
-  kernel void OP##_forward_##NAME(device const T* x [[buffer(0)]],                       \\
-                                  device T* out [[buffer(1)]],                           \\
-                                  constant long& n [[buffer(2)]],                        \\
-                                  constant float& inv [[buffer(3)]],                     \\
-                                  constant float& cap [[buffer(4)]],                     \\
-                                  uint i [[thread_position_in_grid]]) {                  \\
-    if (i < n)                                                                           \\
-      out[i] = tg_store(tg_scaled_forward<FF, NF>(tg_load(x[i]), PF, inv, cap), T());    \\
-  }                                                                                      \\
-  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \\
-                                   device const T* x [[buffer(1)]],                      \\
-                                   device T* out [[buffer(2)]],                          \\
-                                   constant long& n [[buffer(3)]],                       \\
-                                   constant long& d [[buffer(4)]],                       \\
-                                   constant float& inv [[buffer(5)]],                    \\
-                                   uint i [[thread_position_in_grid]]) {                 \\
+  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \\
+                                            device const T* x [[buffer(1)]],             \\
+                                            device T* out [[buffer(2)]],                 \\
+                                            constant long& n [[buffer(3)]],              \\
+                                            constant long& d [[buffer(4)]],              \\
+                                            uint i [[thread_position_in_grid]]) {        \\
     if (i < n)                                                                           \\
       out[i] = tg_store(                                                                 \\
-          tg_scaled_backward<FD, ND>(tg_load(g[i]), tg_load(x[i]), int(d), inv), T());   \\
+          tg_plain_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d)), T());     \\
   }
 
-#define TG_GATED_KERNELS(OP, PF, FF, NF, FD, ND, T, NAME)                                 \\
-  kernel void OP##_forward_##NAME(device const T* a [[buffer(0)]],                       \\
-                                  device const T* b [[buffer(1)]],                       \\
-                                  device T* out [[buffer(2)]],                           \\
-                                  constant long& n [[buffer(3)]],                        \\
-                                  uint i [[thread_position_in_grid]]) {                  \\
+#define TG_SCALED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                  \\
+  kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \\
+                                           device T* out [[buffer(1)]],                  \\
+                                           constant long& n [[buffer(2)]],               \\
+                                           constant float& inv [[buffer(3)]],            \\
+                                           constant float& cap [[buffer(4)]],            \\
+                                           uint i [[thread_position_in_grid]]) {         \\
     if (i < n)                                                                           \\
-      out[i] = tg_store(tg_gated_forward<FF, NF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \\
+      out[i] =                                                                           \\
+          tg_store(tg_scaled_forward<FF, NF, YF>(tg_load(x[i]), PF, inv, cap), T());     \\
   }                                                                                      \\
-  kernel void OP##_backward_##NAME(device const T* g [[buffer(0)]],                      \\
-                                   device const T* a [[buffer(1)]],                      \\
-                                   device const T* b [[buffer(2)]],                      \\
-                                   device T* out_a [[buffer(3)]],                        \\
-                                   device T* out_b [[buffer(4)]],                        \\
-                                   constant long& n [[buffer(5)]],                       \\
-                                   constant long& d [[buffer(6)]],                       \\
-                                   uint i [[thread_position_in_grid]]) {                 \\
+  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \\
+                                            device const T* x [[buffer(1)]],             \\
+                                            device T* out [[buffer(2)]],                 \\
+                                            constant long& n [[buffer(3)]],              \\
+                                            constant long& d [[buffer(4)]],              \\
+                                            constant float& inv [[buffer(5)]],           \\
+                                            uint i [[thread_position_in_grid]]) {        \\
+    if (i < n)                                                                           \\
+      out[i] = tg_store(                                                                 \\
+          tg_scaled_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d), inv),     \\
+          T());                                                                          \\
+  }
+
+#define TG_GATED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \\
+  kernel void OP##_##TIER##_forward_##NAME(device const T* a [[buffer(0)]],              \\
+                                           device const T* b [[buffer(1)]],              \\
+                                           device T* out [[buffer(2)]],                  \\
+                                           constant long& n [[buffer(3)]],               \\
+                                           uint i [[thread_position_in_grid]]) {         \\
+    if (i < n)                                                                           \\
+      out[i] =                                                                           \\
+          tg_store(tg_gated_forward<FF, NF, YF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \\
+  }                                                                                      \\
+  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \\
+                                            device const T* a [[buffer(1)]],             \\
+                                            device const T* b [[buffer(2)]],             \\
+                                            device T* out_a [[buffer(3)]],               \\
+                                            device T* out_b [[buffer(4)]],               \\
+                                            constant long& n [[buffer(5)]],              \\
+                                            constant long& d [[buffer(6)]],              \\
+                                            uint i [[thread_position_in_grid]]) {        \\
     if (i < n) {                                                                         \\
       /* every input is read before either output is written: out_a or out_b may be */   \\
       /* one of the inputs */                                                            \\
-      const tg_pair r = tg_gated_backward<FF, NF, FD, ND>(tg_load(g[i]), tg_load(a[i]),  \\
-                                                          tg_load(b[i]), PF, int(d));    \\
+      const tg_pair r = tg_gated_backward<FF, NF, YF, FD, ND, YD>(                       \\
+          tg_load(g[i]), tg_load(a[i]), tg_load(b[i]), PF, int(d));                      \\
       out_a[i] = tg_store(r.first, T());                                                 \\
       out_b[i] = tg_store(r.second, T());                                                \\
     }                                                                                    \\
   }
 
-// Every op for every storage type: <op>_forward_<type>, <op>_backward_<type>.
-#define TG_FAMILY_KERNELS(OP, KIND, PF, FF, NF, FD, ND)     \\
-  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, float, float) \\
-  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, half, half)   \\
-  TG_##KIND##_KERNELS(OP, PF, FF, NF, FD, ND, tg_bf16, bfloat)
+// Every op in every tier for every storage type: <op>_<tier>_forward_<type>,
+// <op>_<tier>_backward_<type>.
+#define TG_FAMILY_KERNELS(OP, TIER, KIND, PF, FF, NF, YF, FD, ND, YD)     \\
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, float, float) \\
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, half, half)   \\
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, tg_bf16, bfloat)
 
 TG_FAMILY_OPS(TG_FAMILY_KERNELS)
 """
