@@ -172,11 +172,27 @@ def _bench_targets(results: _Results) -> str:
     return bench_targets.render(result, heading=False)
 
 
+def _table3(results: _Results) -> str:
+    """The source paper's Table 3 beside this machine's family rows (results/bench.jsonl,
+    ``bench_report.table3``)."""
+    from . import bench_report
+
+    jsonl = results.root / "bench.jsonl"
+    rows = bench_report.load(jsonl) if jsonl.is_file() else []
+    fam = [r for r in rows if r.get("bench") == "family"]
+    if not fam:
+        raise Missing(
+            f"the benchmark's family rows ({jsonl}: python -m experiments bench --family)"
+        )
+    return bench_report.table3(fam)
+
+
 # Generated tables: name -> function of the results namespace, returning Markdown.
 TABLES: dict[str, Callable[[_Results], str]] = {
     "table2": _table2,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,
+    "table3": _table3,
 }
 
 
