@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, assert_same_bits
+from test_mps import LAYOUTS  # the same views, transposes and offsets as GELU's MPS tests
 
 import turbogelu.family  # noqa: F401  (the family ops' fakes and autograd, as users get them)
 from turbogelu import _checks, _spec_names, mps
@@ -562,17 +563,6 @@ def fake_mps(monkeypatch):
     mps.family_library.cache_clear()
 
 
-LAYOUTS = {
-    "n17": lambda t: t[:17],
-    "2d": lambda t: t[:205].reshape(5, 41),
-    "transposed": lambda t: t[:205].reshape(41, 5).t(),
-    "step2": lambda t: t[:204].reshape(6, 34)[:, ::2],
-    "expanded": lambda t: t[:9].reshape(1, 9).expand(4, 9),
-    "channels_last": lambda t: t[:120].reshape(2, 3, 4, 5).to(memory_format=torch.channels_last),
-    "offset": lambda t: t[3:1000],
-    "0dim": lambda t: t[5],
-    "empty": lambda t: t[:0].reshape(0, 3),
-}
 BACKWARDS = ("default", "direct", "matched")
 
 
