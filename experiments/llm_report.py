@@ -65,28 +65,38 @@ def plot_seed_curves(result: dict, path: str | Path | None = None):
 
 
 def plot_noise(result: dict, path: str | Path | None = None):
-    """Noise protocol: per measure, the paired differences per task (grey: per seed; red:
-    mean with its interval) beside the native arm's seed-to-seed sd (blue, +-1 sd)."""
+    """Noise protocol, per measure: top, the paired differences per task (grey: per seed;
+    red: mean with its interval) on their own scale; bottom (log scale), the interval's
+    farthest end from 0 beside the native arm's seed-to-seed sd."""
     s = result["summary"]
     tasks = list(s)
-    fig, axes = _figure(1, len(MEASURES), (6.0 * len(MEASURES), 4.0))
-    for ax, (key, what) in zip(axes[0], MEASURES, strict=True):
+    fig, axes = _figure(2, len(MEASURES), (6.0 * len(MEASURES), 7.0))
+    for j, (key, what) in enumerate(MEASURES):
+        ax, ax_s = axes[0][j], axes[1][j]
+        reach, sds = [], []
         for i, task in enumerate(tasks):
             m = s[task][key]
-            for name, p in m["paired"].items():
-                ax.plot([i - 0.1] * len(p["values"]), p["values"], "o", color="0.6", ms=3)
-                ax.errorbar([i - 0.1], [p["mean"]], fmt="s", color="C3", capsize=4,
-                            yerr=[[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]],
-                            label=f"{name}: mean, {p['confidence']:.0%} t interval"
-                            if i == 0 else None)  # fmt: skip
-            ref = next(iter(m["spread"].values()))
-            ax.errorbar([i + 0.15], [0.0], yerr=[ref["sd"]], fmt="_", color="C0", capsize=4,
-                        label="native seed-to-seed sd" if i == 0 else None)  # fmt: skip
+            name, p = next(iter(m["paired"].items()))
+            ax.plot([i] * len(p["values"]), p["values"], "o", color="0.6", ms=3)
+            ax.errorbar([i], [p["mean"]], fmt="s", color="C3", capsize=4,
+                        yerr=[[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]],
+                        label=f"{name}: mean, {p['confidence']:.0%} t interval"
+                        if i == 0 else None)  # fmt: skip
+            reach.append(max(abs(p["ci_low"]), abs(p["ci_high"])))
+            sds.append(next(iter(m["spread"].values()))["sd"])
         ax.axhline(0, color="k", lw=0.5)
         ax.set_xticks(range(len(tasks)), tasks)
-        ax.set(ylabel=f"paired difference in final {what}", title=what)
-        ax.grid(alpha=0.3)
+        ax.set(ylabel=f"paired difference, final {what}", title=what)
         ax.legend(fontsize=7)
+        xs = range(len(tasks))
+        ax_s.bar([x - 0.2 for x in xs], reach, 0.4, color="C3", label="interval's farthest end")
+        ax_s.bar([x + 0.2 for x in xs], sds, 0.4, color="C0", label="native seed-to-seed sd")
+        ax_s.set_yscale("log")
+        ax_s.set_xticks(range(len(tasks)), tasks)
+        ax_s.set(ylabel=f"final {what}", title="the difference against the noise")
+        ax_s.legend(fontsize=7)
+        for a in (ax, ax_s):
+            a.grid(alpha=0.3)
     return save_png(fig, path)
 
 
