@@ -1,5 +1,5 @@
 """The research harness' command line, ``python -m experiments COMMAND``: bench, sweep,
-notebook, data, mnist, paper, search and table2. The product's own commands (fit, codegen,
+notebook, data, mnist, llm, paper, search and table2. The product's own commands (fit, codegen,
 report) are ``python -m turbogelu``'s (turbogelu/cli.py)."""
 
 from __future__ import annotations
@@ -226,6 +226,19 @@ def _cmd_mnist(args) -> int:
         return 1
 
 
+def _cmd_llm(args) -> int:
+    from . import llm_cli, shakespeare
+
+    try:
+        return llm_cli.main(args)
+    except shakespeare.CorpusUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # a bad argument, found before any training
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
 def _cmd_table2(args) -> int:
     from turbogelu.approx import table2
 
@@ -407,6 +420,18 @@ def main(argv=None) -> int:
 
     add_mnist_arguments(m)
     m.set_defaults(func=_cmd_mnist)
+
+    lm = sub.add_parser(
+        "llm",
+        help="the paper's tasks in a small language model: native vs polynomial (seed, swap, "
+        "noise, throughput protocols)",
+        description="Train the character-level model of experiments/llm.py on the Shakespeare "
+        "corpus and write results/llm_*.json and plots.",
+    )
+    from .llm_cli import add_arguments as add_llm_arguments
+
+    add_llm_arguments(lm)
+    lm.set_defaults(func=_cmd_llm)
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)

@@ -77,6 +77,22 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         "training: matrix products through MKL / oneDNN, whose kernels depend on the CPU",
     ),
     (
+        r"^11_llm_tasks\.(seed_steps|noise_steps|noise_seeds|paper_\w+)$",
+        EXACT,
+        "protocol settings and the source paper's published Tables 5 and 7 (llm_settings)",
+    ),
+    (
+        r"^11_llm_tasks\.(speedup_|throughput_ratio_|activation_share_)",
+        TIME,
+        "ratios of times and the activation's share of a profiled step",
+    ),
+    (
+        r"^11_llm_tasks\.",
+        NUMERICS,
+        "training, as the MNIST figures: matrix products through MKL / oneDNN, whose kernels "
+        "depend on the CPU (tolerances not measured yet: experiments.tolerances has no llm part)",
+    ),
+    (
         r"^01_tail_clamping\.crossing_shift_per_degree$",
         NUMERICS,
         "a least-squares line (np.polyfit) through numpy's OpenBLAS, whose kernels depend on "

@@ -15,8 +15,8 @@ differ only where the paper swaps a transcendental, each a ``Task``:
 
 An ``Arm`` supplies the functions (``gelu``, ``silu``, ``sigmoid``, ``softcap``, ``swiglu``):
 ``NATIVE`` is PyTorch's; ``polynomial_arm()`` this project's ops, ``torch.ops.turbogelu.*``,
-for those that exist (GELU today; the others come with the activation family, issue 17: until
-then asking for one is an error that says so, never a silent fallback to PyTorch's).
+the family's at a ``tier`` (a build without one of them gets an arm whose function raises an
+error that says so, never a silent fallback to PyTorch's).
 Everything but the arm (initial weights, batches, dropout: none) is the same for both arms of a
 task, given the seed.
 """
@@ -27,6 +27,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -69,19 +70,21 @@ def _missing(op: str) -> Callable:
     return fail
 
 
-def polynomial_arm() -> Arm:
-    """This project's ops where they exist (see the module docstring)."""
+def polynomial_arm(tier: str = "accurate") -> Arm:
+    """This project's ops (see the module docstring), the family's at ``tier`` ("accurate",
+    the default, or "paper": the source paper's Table 2 programs)."""
     import turbogelu
 
+    turbogelu.family  # noqa: B018  (loads the family's ops and registers their autograd)
     ops = torch.ops.turbogelu
     have = {name: hasattr(ops, name) for name in ("silu", "sigmoid", "softcap", "swiglu")}
     return Arm(
         name="polynomial",
         gelu=turbogelu.gelu,
-        silu=ops.silu if have["silu"] else _missing("silu"),
-        sigmoid=ops.sigmoid if have["sigmoid"] else _missing("sigmoid"),
-        softcap=ops.softcap if have["softcap"] else _missing("softcap"),
-        swiglu=ops.swiglu if have["swiglu"] else _missing("swiglu"),
+        silu=partial(ops.silu, tier=tier) if have["silu"] else _missing("silu"),
+        sigmoid=partial(ops.sigmoid, tier=tier) if have["sigmoid"] else _missing("sigmoid"),
+        softcap=partial(ops.softcap, tier=tier) if have["softcap"] else _missing("softcap"),
+        swiglu=partial(ops.swiglu, tier=tier) if have["swiglu"] else _missing("swiglu"),
     )
 
 

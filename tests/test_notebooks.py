@@ -32,6 +32,7 @@ EXECUTED = [
     "08_cells",
     "09_min_degree",
     "10_activation_family",
+    "11_llm_tasks",
 ]
 
 

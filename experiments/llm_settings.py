@@ -1,0 +1,108 @@
+"""The language-model protocols' settings (``python -m experiments llm``, issue 18): the model
+size, the training horizons, the seeds, the quick setting of the tests, and the source
+paper's figures they are set beside. No import at all: the command line (``llm_cli``) builds
+its parser from these without torch, as ``mnist_settings`` does for MNIST.
+
+Sizing (measured on the shared 2-core build machine, one thread, before choosing): the default
+``experiments.llm.Config`` (context 128, width 128, 4 heads, 4 layers, MLP ratio 4: 0.81M
+parameters; B4's four experts 2.38M, about one dense MLP's worth active per token) trains at
+about 7,000 characters a second for every task and both arms (forward, backward and an AdamW
+step; 5,700-6,000 for B4). ``llm all`` must fit in 20 minutes with the machine shared, so:
+
+* seed: ``SEED_STEPS`` steps of ``BATCH`` windows of 128 characters per task and arm
+  (245,760 characters each; 10 runs);
+* noise: ``NOISE_SEEDS`` seeds x 2 arms x 5 tasks x ``NOISE_STEPS`` steps (61,440 characters
+  each; 50 runs);
+* swap: no training: the seed protocol's native checkpoint, evaluated;
+* throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
+  and task, and one profiled step per arm and task.
+
+The wall time measured for ``llm all`` is in ``MEASURED`` (1012 s, inside the 20 minutes; and
+every result's meta has its own).
+"""
+
+MODEL = {"context": 128, "width": 128, "heads": 4, "layers": 4, "mlp_ratio": 4}
+BATCH = 8
+LR = 3e-3
+WARMUP = 20  # linear warm-up steps, then cosine to 0 at the last step
+WEIGHT_DECAY = 0.01
+CLIP = 1.0  # gradient-norm clip
+VAL_WINDOWS = 64  # fixed validation windows, evenly spaced over the held-out plays
+SEED_STEPS = 240
+SEED_EVALS = 8  # validation losses along the seed run (and one at step 0)
+NOISE_STEPS = 60
+NOISE_SEEDS = 5
+THROUGHPUT_ROUNDS = 5
+THROUGHPUT_ITERS = 4
+# The smoothed training loss is an exponentially weighted mean with a half-life of this
+# fraction of the run's steps. The paper's Table 7 uses a half-life of 1 billion tokens at a
+# ~100-billion-token horizon (1 %); a run of a few hundred steps needs a longer one to average
+# over more than a handful of batches, so a tenth.
+SMOOTH_FRACTION = 0.1
+
+QUICK_MODEL = {"context": 32, "width": 32, "heads": 2, "layers": 1, "mlp_ratio": 2}
+QUICK = {
+    "batch": 4,
+    "seed_steps": 12,
+    "seed_evals": 3,
+    "noise_steps": 6,
+    "noise_seeds": 3,
+    "val_windows": 8,
+    "throughput_rounds": 2,
+    "throughput_iters": 2,
+    "warmup": 2,
+}
+
+# Measured: `python -m experiments llm all` (one thread) on the shared 2-core build machine
+# (Xeon, 2.1 GHz), 2026-12-01, while other jobs (tests, a notebook) ran beside it part of the
+# time: 1012 s wall in all, 967 s user CPU. Per protocol (each result's meta.wall_seconds):
+# seed 413 s (10 runs, 4,500-9,000 characters a second), swap 9 s, noise 542 s (50 runs),
+# throughput 42 s.
+MEASURED = {"all_wall_s": 1012, "seed_s": 413, "swap_s": 9, "noise_s": 542, "throughput_s": 42}
+
+# The source paper's figures ("Fast Polynomial Transcendentals for LLMs", the seed document
+# /work/shared/seeds/003_0783a5cae37bf496.txt; its README there names it). Each its own table:
+# Table 7: paired pre-training at ~100 billion tokens, EWM training loss (half-life 1 billion
+# tokens), polynomial minus native; one paired trajectory per task (no interval).
+PAPER_TABLE7 = {
+    "b1": {"horizon_tokens": 100.2701e9, "native": 2.6264, "polynomial": 2.7050, "change": 0.0786},
+    "b2": {"horizon_tokens": 100.2701e9, "native": 2.5415, "polynomial": 2.5439, "change": 0.0025},
+    "b3": {
+        "horizon_tokens": 100.2701e9,
+        "native": 4.9471,
+        "polynomial": 4.8397,
+        "change": -0.1073,
+    },
+    "b4": {"horizon_tokens": 100.2439e9, "native": 2.1532, "polynomial": 2.1560, "change": 0.0028},
+}
+# Table 4: component speedups (native time / polynomial time) on one GB200: B1 and B4 one
+# activation kernel, B2 and B3 complete causal GQA attention (seq 4096, 32 heads).
+PAPER_TABLE4 = {
+    "b1": {"forward": 1.055, "backward": 1.007},
+    "b2": {"forward": 2.053, "backward": 1.046},
+    "b3": {"forward": 1.074, "backward": 1.001},
+    "b4": {"forward": 1.003, "backward": 1.005},
+}
+# Table 5: complete-model speedups (Llama 3 8B probes on one GB200 for B1-B3, DeepSeek-V3
+# 27A4B on four for B4) and the training-throughput ratio (polynomial / native tokens/s).
+PAPER_TABLE5 = {
+    "b1": {"forward": 1.005, "backward": 1.038, "step": 1.027, "throughput": 1.027},
+    "b2": {"forward": 1.107, "backward": 1.004, "step": 1.029, "throughput": 1.029},
+    "b3": {"forward": 1.011, "backward": 0.997, "step": 1.003, "throughput": 1.002},
+    "b4": {"forward": 1.087, "backward": 1.077, "step": 1.080, "throughput": 1.080},
+}
+PAPER_SOURCE = (
+    "Fast Polynomial Transcendentals for LLMs (seed document 003_0783a5cae37bf496), "
+    "Tables 4, 5 and 7"
+)
+
+CPU_CAVEAT = (
+    "What a CPU can show: whether the polynomial ops change the training loss by more than "
+    "seed-to-seed noise at this size, and how the ops' time compares with PyTorch's CPU "
+    "kernels inside a whole training step here. What it cannot show: the paper's GB200 "
+    "ratios. Those come from replacing special-function-unit (SFU) instructions with packed "
+    "BF16 FMAs inside fused GPU kernels (FlashAttention-4's softcap, fused SwiGLU), at sizes "
+    "where the activation's share of the step and the balance of SFU, FMA and memory "
+    "pipelines are a GPU's; a CPU has no SFU, runs float32 here, and its matrix products "
+    "dominate a step of a model this small, so its ratios say nothing about a GB200's."
+)
