@@ -40,8 +40,15 @@ def _py(*args: str) -> list[str]:
     return [sys.executable, "-m", package, *args]
 
 
+# Notebooks not run by `make reproduce` yet, with why: 11_llm_tasks would run the language-model
+# protocols (issue 18: about 17 minutes in full), which do not fit the full run's 60-minute
+# budget beside the rest; `python -m experiments llm all` and then the notebook run them apart.
+NOT_REPRODUCED = {"11_llm_tasks": "the LLM protocols do not fit the 60-minute budget yet"}
+
+
 def _notebooks() -> list[Path]:
-    return sorted(p for p in (REPO / "notebooks").glob("[0-9]*.ipynb"))
+    found = (REPO / "notebooks").glob("[0-9]*.ipynb")
+    return sorted(p for p in found if p.stem not in NOT_REPRODUCED)
 
 
 def steps(quick: bool) -> dict[str, list[list[str]]]:
