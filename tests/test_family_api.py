@@ -173,11 +173,12 @@ def test_autograd_uses_the_backward_ops():
 # ------------------------------------------------------------------ torch.compile
 
 
-# Inductor (torch 2.14.1) corrupts the heap on this Xeon when its generated C++ kernel works in
-# place on the output of turbogelu.sigmoid at some sizes (found: 257 elements, then "free():
-# invalid pointer" or wrong values; aot_eager, the ops in eager, tanh / silu / the paper tier do
-# not). Not understood yet (see the closing note of 2026-12-01): these tests check Dynamo's
-# capture (fullgraph, no graph breaks) and AOTAutograd with the "aot_eager" backend, which runs
+# Inductor (torch 2.14.1) corrupts the heap on this Xeon when its generated C++ kernel consumes
+# the output of turbogelu.sigmoid at some sizes (found: `sigmoid(x) * 2` and
+# `sigmoid(x).clone() * 2` at 257 elements, then "free(): invalid pointer" or wrong values;
+# aot_eager, the ops in eager, tanh / silu / the paper tier, `-sigmoid(x)` do not). Not
+# understood yet (see the closing note of 2026-12-01): these tests check Dynamo's capture
+# (fullgraph, no graph breaks) and AOTAutograd with the "aot_eager" backend, which runs
 # the captured graph without Inductor's code generation, until the cause is found.
 COMPILE_BACKEND = "aot_eager"
 
