@@ -13,10 +13,31 @@ from __future__ import annotations
 import functools
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
-import torch
+
+# Inductor's on-disk kernel cache (torch 2.14.1) is not keyed by the vector ISA that
+# ATEN_CPU_CAPABILITY selects: a C++ kernel generated for 8-lane AVX2 vectors and compiled
+# for 16-lane AVX-512 ones (or the reverse) is reused across the two, and then stores 16
+# lanes where it loads 8 -- wrong values and heap corruption ("free(): invalid pointer"),
+# found with `torch.compile(lambda x: turbogelu.sigmoid(x) * 2)` at 257 elements once CI's
+# AVX2 pass had shared /tmp/torchinductor_<user> with the default pass. One cache per ATen
+# ISA setting (set before anything compiles; children such as the notebooks inherit it).
+INDUCTOR_CACHE_KEY = "ATEN_CPU_CAPABILITY"
+
+
+def inductor_cache_dir(env: dict) -> str:
+    """The Inductor cache of an environment: one per ATEN_CPU_CAPABILITY value."""
+    isa = env.get(INDUCTOR_CACHE_KEY, "native") or "native"
+    user = os.environ.get("USER") or str(os.getuid())
+    return str(Path(tempfile.gettempdir()) / f"turbogelu_inductor_{user}_{isa}")
+
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir(os.environ))
+
+import torch  # noqa: E402
 
 try:  # the compiled extension; the pure-Python tests must not depend on it
     from turbogelu import ops as tg_ops
@@ -76,9 +97,12 @@ def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor, msg: str = ""
 
 
 def subprocess_env(**overrides: str) -> dict:
-    """os.environ without TURBOGELU_CPU_ISA, plus ``overrides``."""
+    """os.environ without TURBOGELU_CPU_ISA, plus ``overrides`` (with the Inductor cache of
+    the ATEN_CPU_CAPABILITY they set, when they set one)."""
     env = {k: v for k, v in os.environ.items() if k != "TURBOGELU_CPU_ISA"}
     env.update(overrides)
+    if INDUCTOR_CACHE_KEY in overrides and "TORCHINDUCTOR_CACHE_DIR" not in overrides:
+        env["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(env)
     return env
 
 
@@ -113,17 +137,12 @@ def approximate(request):
 
 @pytest.fixture
 def dynamo_reset():
-    """torch._dynamo.reset() (and cleared dynamo counters) before and after a compile test,
-    with Inductor's prepacked-weight (oneDNN) linear off: on a Sapphire Rapids-class Xeon,
-    torch 2.14.1's compiled Linear -> pointwise -> Linear corrupts the heap with it on (malloc
-    aborts, or garbage gradients; nn.ReLU in place of turbogelu does the same, and with
-    weight_prepack off it runs clean). These tests are about turbogelu's ops tracing and
-    matching eager, not about PyTorch's GEMM on one CPU."""
-    import torch._inductor.config as inductor_config
-
+    """torch._dynamo.reset() (and cleared dynamo counters) before and after a compile test.
+    (Inductor's prepacked-weight linear used to be switched off here for a heap corruption on
+    a Sapphire Rapids-class Xeon; the cause was the Inductor cache shared between ISAs, see
+    inductor_cache_dir above, and the compile tests pass with it on under both ISAs.)"""
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
-    with inductor_config.patch({"cpp.weight_prepack": False}):
-        yield
+    yield
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
