@@ -82,7 +82,13 @@ def polynomial_arm(tier: str = "accurate") -> Arm:
         name="polynomial",
         gelu=turbogelu.gelu,
         silu=partial(ops.silu, tier=tier) if have["silu"] else _missing("silu"),
-        sigmoid=partial(ops.sigmoid, tier=tier) if have["sigmoid"] else _missing("sigmoid"),
+        # B3 runs the polynomial derivative in the backward too, as the paper does (autograd's
+        # default for sigmoid would reuse PyTorch's y * (1 - y) on the saved result).
+        sigmoid=(
+            partial(ops.sigmoid, tier=tier, backward="direct")
+            if have["sigmoid"]
+            else _missing("sigmoid")
+        ),
         softcap=partial(ops.softcap, tier=tier) if have["softcap"] else _missing("softcap"),
         swiglu=partial(ops.swiglu, tier=tier) if have["swiglu"] else _missing("swiglu"),
     )

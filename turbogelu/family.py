@@ -18,6 +18,8 @@ kernels, autograd and the public functions. The schemas (kernels/common/schema.c
 backward ops take the forward's input, not its result, and recompute the derivative:
 ``backward`` picks it, "direct" (a fit of f', the default where the spec measured it the
 more accurate) or "matched" (the exact derivative of the forward program: gradcheck holds).
+Autograd's "default" for sigmoid and tanh is neither: it differentiates from the saved result
+(``FROM_OUTPUT``: PyTorch's formula and kernel, faster than any recomputation from x).
 Every op also takes ``tier``: "accurate" (the default) or "paper" (the source paper's Table 2
 programs, data/specs/<function>/paper.json: fewer operations, errors of a few 1e-3).
 """
@@ -184,17 +186,35 @@ def _no_context(ctx, inputs, output):
     pass
 
 
+# Autograd's default backward of sigmoid and tanh differentiates from the saved result y, as
+# PyTorch's own does, with PyTorch's kernels: grad * y * (1 - y) and grad * (1 - y^2) are two
+# multiplies a element, which no derivative recomputed from x (degree 11 and 12 in the
+# accurate tier) can match on a CPU, and in float32 they are also the more accurate (y's
+# error of at most 3e-5 becomes at most |1 - 2y| or 2|y| times it). "direct" and "matched"
+# recompute the derivative from x (the backward ops); in bfloat16 and float16 "direct" is the
+# more accurate, as it does not inherit the rounding of y (tests/test_family_api.py measures
+# both).
+FROM_OUTPUT = {
+    "sigmoid": torch.ops.aten.sigmoid_backward,
+    "tanh": torch.ops.aten.tanh_backward,
+}
+
+
 def _register_unary_autograd(name: str) -> None:
     backward_op = getattr(_ops, f"{name}_backward")
+    from_output = FROM_OUTPUT.get(name)
 
     def setup(ctx, inputs, keyword_only_inputs, output):
         ctx.backward = keyword_only_inputs.get("backward", "default")
         ctx.tier = keyword_only_inputs.get("tier", "accurate")
-        ctx.save_for_backward(inputs[0])
+        ctx.from_output = from_output is not None and ctx.backward == "default"
+        ctx.save_for_backward(output if ctx.from_output else inputs[0])
 
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return backward_op(grad, x, ctx.backward, ctx.tier)
+        (saved,) = ctx.saved_tensors
+        if ctx.from_output:
+            return from_output(grad, saved)
+        return backward_op(grad, saved, ctx.backward, ctx.tier)
 
     torch.library.register_autograd(f"turbogelu::{name}", backward, setup_context=setup)
     torch.library.register_autograd(
@@ -258,14 +278,17 @@ def _tensor(x, op: str) -> None:
 def sigmoid(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
     """Polynomial sigmoid, a drop-in for ``torch.sigmoid``: float32 within 3e-5 of the exact
     function everywhere; bfloat16 and float16 within 1 ulp of the correctly rounded value for
-    x >= -3 (below, within 3e-5 beyond half an ulp). Autograd-aware; ``backward`` as gelu's."""
+    x >= -3 (below, within 3e-5 beyond half an ulp). Autograd-aware: by default the gradient
+    is PyTorch's ``grad * y * (1 - y)`` on the saved result y (FROM_OUTPUT); ``backward=
+    "direct"`` or ``"matched"`` recompute the derivative from x as gelu's do."""
     _tensor(x, "sigmoid")
     return _ops.sigmoid(x, backward=backward, tier=tier)
 
 
 def tanh(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
     """Polynomial tanh, a drop-in for ``torch.tanh``: float32 within 3e-5 everywhere; every
-    bfloat16 and float16 input within 1 ulp of the correctly rounded value."""
+    bfloat16 and float16 input within 1 ulp of the correctly rounded value. The default
+    gradient is ``grad * (1 - y^2)`` on the saved result, as sigmoid's."""
     _tensor(x, "tanh")
     return _ops.tanh(x, backward=backward, tier=tier)
 

@@ -27,10 +27,13 @@ import torch
 from . import mps as _mps
 from ._checks import check_args as _check_args
 from ._checks import check_grad_matches, check_out, check_same_device
+from ._compile_cache import tag_compile_caches
 from ._ext import load_extension
 
 load_extension()
 _mps.register()  # the Apple GPU kernels (Metal, compiled at first use): turbogelu/mps.py
+# torch.compile's disk caches do not key the Python registrations below: _compile_cache.py.
+tag_compile_caches()
 
 _ops = torch.ops.turbogelu
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
