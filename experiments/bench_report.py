@@ -653,6 +653,12 @@ def table3(src) -> str:
         f"paper: {PAPER_MACHINE}, float16, native PyTorch / packed polynomial CUDA kernel;"
         f" here: this CPU, {PAPER_DTYPE}, PyTorch eager / turbogelu (accurate tier)."
     )
+    notes.append(
+        "The backward rows time turbogelu's backward ops, which recompute the derivative from x"
+        " (as the paper's direct fits do); autograd's default for sigmoid and tanh instead runs"
+        " PyTorch's own kernel on the saved result (turbogelu/family.py FROM_OUTPUT), so training"
+        " with them is not slower than PyTorch there."
+    )
     return "\n".join(lines + [""] + notes)
 
 
