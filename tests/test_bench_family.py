@@ -6,9 +6,8 @@ and the targets' verdicts. Never how fast anything is: speed is not a unit-test 
 
 from __future__ import annotations
 
-import functools
-
 import argparse
+import functools
 import json
 import math
 import re
