@@ -615,3 +615,8 @@ def test_family_packed_bf16_is_the_lab_replay(op):
             for k, (g_, w_) in enumerate(zip(got_a, want_a, strict=True)):
                 _same_as_cpu(g_, w_, f"{op}_backward {bw} [{k}] accurate, switch on")
     _same_as_cpu(_forward(op, args_c, "paper"), _forward(op, args, "paper"), f"{op} off again")
+    with turbogelu.ops.use_cuda_packed():  # the packed kernels' grid: one wave, as the others
+        big = torch.randn(1 << 24, device=DEVICE).to(torch.bfloat16)
+        _forward(op, _args(op, big, big, cap), "paper")
+        blocks, per_sm, sms = BENCH_OPS._cuda_last_launch()
+        assert 1 <= per_sm <= 2048 // 256 and blocks == sms * per_sm, (op, blocks, per_sm)
