@@ -11,8 +11,15 @@ As tests/test_cuda.py for GELU, two parts:
 * **run** (needs a GPU; skipped cleanly without one): every op, dtype, layout, tail and 16-byte
   offset of each operand on cuda gives the CPU kernels' bits, every float16 / bfloat16 input
   included (the CPU kernels are bit-identical to the numpy replay); opcheck, autograd, errors,
-  the grid. ``tests/gpu_check.sh`` runs it with test_cuda.py (TURBOGELU_TEST_DEVICE=cpu: its
-  dry run, against the CPU).
+  the grid.
+* **the packed bfloat16 path** (the paper tier under turbogelu.ops.use_cuda_packed()): its
+  kernels from the op list, their bf16x2 arithmetic, stores and registers, and that the built
+  extension holds them (no GPU needed); on a GPU, every bfloat16 input through each op equals
+  the lab's replay (turbogelu/approx/packed_family.py) bit for bit, and the switch leaves the
+  accurate tier and float16 alone.
+
+``tests/gpu_check.sh`` runs it with test_cuda.py (TURBOGELU_TEST_DEVICE=cpu: its dry run,
+against the CPU).
 
 Only torch and pytest are needed at run time, as test_cuda.py.
 """
