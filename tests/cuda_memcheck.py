@@ -12,7 +12,8 @@ The activation family's ops (sigmoid, tanh, silu, softcap, swiglu) likewise, on 
 (their loops are GELU's, kernels/cuda/elementwise.cuh, which the cases above cover): the
 sizes of FAMILY_SIZES at each 16-byte phase of x, every input and output at another offset,
 in place, and the gated backward's two outputs at one offset and at two different ones (its
-element-wise second output).
+element-wise second output); and in bfloat16 their packed path (the paper tier, switched on),
+each against itself on aligned copies.
 Prints one line ``memcheck cases: N passed, M failed`` and exits 1 on a mismatch.
 ``--quick``: sizes up to 4099 only (the dry run's test in CI).
 
@@ -111,6 +112,41 @@ def family_cases(check, base, grad, bvals, base_d, grad_d, b_d, n: int, off: int
         check(ok, f"swiglu_backward.out (outputs at {pa}, {pb}) {what}")
 
 
+def packed_family_cases(check, base_d, grad_d, b_d, n: int, off: int, what: str):
+    """The family's packed bfloat16 path (the paper tier, switched on), which has no CPU
+    kernel: each op with x, grad, b and the outputs at different offsets (each input in an
+    allocation ending where it does) against the same op on fresh aligned copies, and each
+    output's neighbours untouched."""
+    goff, boff = (off + 3) % len(OFFSETS), (off + 5) % len(OFFSETS)
+    xd, gd, bd = at_end(base_d, off, n), at_end(grad_d, goff, n), at_end(b_d, boff, n)
+    xa, ga, ba = xd.clone(), gd.clone(), bd.clone()
+
+    def out_at(p):
+        buf = torch.full((p + n + 8,), 7.0, dtype=xd.dtype, device=DEVICE)
+        return buf, buf[p : p + n]
+
+    with turbogelu.ops.use_cuda_packed():
+        for op in ("sigmoid", "tanh", "silu", "softcap"):
+            extra = (CAP,) if op == "softcap" else ()
+            fwd, bwd = getattr(OPS, op), getattr(OPS, f"{op}_backward")
+            y = fwd(xa, *extra, tier="paper")
+            buf, o = out_at(goff)
+            fwd.out(xd, *extra, tier="paper", out=o)
+            check(same(o, y) and untouched(buf, goff, n), f"packed {op}.out {what}")
+            d = bwd(ga, xa, *extra, "default", "paper")
+            buf, o = out_at(boff)
+            bwd.out(gd, xd, *extra, "default", "paper", out=o)
+            check(same(o, d) and untouched(buf, boff, n), f"packed {op}_backward.out {what}")
+        y = OPS.swiglu(xa, ba, tier="paper")
+        check(same(OPS.swiglu(xd, bd, tier="paper"), y), f"packed swiglu {what}")
+        ga_, gb_ = OPS.swiglu_backward(ga, xa, ba, "default", "paper")
+        (bufa, oa), (bufb, ob) = out_at(goff), out_at((goff + 1) % len(OFFSETS))
+        OPS.swiglu_backward.out(gd, xd, bd, "default", "paper", grad_a=oa, grad_b=ob)
+        ok = same(oa, ga_) and same(ob, gb_)
+        ok = ok and untouched(bufa, goff, n) and untouched(bufb, (goff + 1) % len(OFFSETS), n)
+        check(ok, f"packed swiglu_backward.out {what}")
+
+
 def main(argv: list[str]) -> int:
     sizes = [n for n in SIZES if n <= 4099] if "--quick" in argv else SIZES
     if DEVICE == "cuda" and not torch.cuda.is_available():
@@ -158,6 +194,8 @@ def main(argv: list[str]) -> int:
                 check(same(OPS.gelu_backward(xd, xd), OPS.gelu_backward(x, x)), f"grad=x {what}")
                 if n in FAMILY_SIZES and off < 16 // x.element_size():  # (each phase once)
                     family_cases(check, base, grad, bvals, base_d, grad_d, b_d, n, off, what)
+                if dtype == torch.bfloat16 and n in FAMILY_SIZES:
+                    packed_family_cases(check, base_d, grad_d, b_d, n, off, what)
                 if dtype == torch.bfloat16:
                     xa, ga = xd.clone(), gd.clone()  # fresh, aligned
                     with turbogelu.ops.use_cuda_packed():

@@ -335,6 +335,24 @@ def family_kernel(name: str) -> tuple[str, str, str, str] | None:
     return DTYPE_OF[m[1]], m[2].lower(), fn, kind
 
 
+def packed_family_kernel(name: str) -> tuple[str, str, str] | None:
+    """(body: unary / binary / pair, shapes (function_tier), kind) of a
+    packed_family_kernel<Fn, ...> of family_kernels.cu (the opt-in packed bfloat16 path), from
+    its mangled name; None for any other kernel."""
+    m = re.search(r"packed_family_kernelINS\d*_\d+(Unary|Binary|Pair)FnINS_6shapes(\d+)", name)
+    if m is None:
+        return None
+    fn = name[m.end() : m.end() + int(m[2])]
+    kind = re.match(r"ELNS_4KindE(\d)E", name[m.end() + int(m[2]) :])
+    kind = FAMILY_KINDS[int(kind[1])] if kind else "Gated"  # (the pair body has no kind)
+    return m[1].lower(), fn, kind
+
+
+def _family_op_name(fn: str, kind: str) -> str:
+    function = fn.rpartition("_")[0]
+    return next((o for o, f, k in family_ops() if (f, k) == (function, kind)), f"{fn} {kind}")
+
+
 def describe(name: str) -> str | None:
     """A readable name for a kernel of gelu_kernels.cu or family_kernels.cu, None for anything
     else."""
@@ -346,6 +364,16 @@ def describe(name: str) -> str | None:
     if m := re.search(r"packed_bf16_kernelILi(\d+)ELb(\d)E", name):
         direction = "backward" if m[2] == "1" else "forward"
         return f"bfloat16 packed {direction} (degree {int(m[1]) - 1})"
+    if found := packed_family_kernel(name):
+        body, fn, kind = found
+        tier = fn.rpartition("_")[2]
+        op = _family_op_name(fn, kind)
+        _, df, _, _, dd, _ = family_shapes().get(fn, ("?", -1, False, "?", -1, False))
+        if body == "pair":
+            return f"bfloat16 packed {op} ({tier}) backward (degrees {df}, {dd})"
+        if body == "unary" or kind == "Gated":
+            return f"bfloat16 packed {op} ({tier}) forward (degree {df})"
+        return f"bfloat16 packed {op} ({tier}) backward (degree {dd})"
     if found := family_kernel(name):
         dtype, body, fn, kind = found
         function, _, tier = fn.rpartition("_")

@@ -20,11 +20,14 @@
 #   resources  the kernels' registers, spills and blocks per SM (tests/gpu_check.py)
 #   tests      tests/test_cuda.py and test_cuda_family.py on the GPU: every op (GELU's and the
 #              activation family's), layout and dtype bit-identical to the CPU kernels, every
-#              tail and 16-byte offset, every 16-bit input, opcheck, gradcheck, compile,
+#              tail and 16-byte offset, every 16-bit input, both opt-in packed bfloat16 paths
+#              (GELU's, the family's paper tier) bit-identical to the lab's replay of their
+#              bfloat16 arithmetic, opcheck, gradcheck, compile,
 #              streams, the grid against the occupancy, a bfloat16 tensor of more than 2^31
 #              elements on slices
 #   memcheck   compute-sanitizer --tool memcheck over tests/cuda_memcheck.py (every tail and
-#              16-byte offset, tensors of at most 1M elements; the family's ops up to 4099)
+#              16-byte offset, tensors of at most 1M elements; the family's ops up to 4099,
+#              their packed bfloat16 path included)
 #   bench-1m   python -m experiments.bench_cuda, 1M elements, 50 rounds x 100 calls
 #   bench-sweep  the same, 64K ... 256M elements (GB/s against a device copy / torch.mul)
 #

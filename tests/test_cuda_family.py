@@ -11,8 +11,15 @@ As tests/test_cuda.py for GELU, two parts:
 * **run** (needs a GPU; skipped cleanly without one): every op, dtype, layout, tail and 16-byte
   offset of each operand on cuda gives the CPU kernels' bits, every float16 / bfloat16 input
   included (the CPU kernels are bit-identical to the numpy replay); opcheck, autograd, errors,
-  the grid. ``tests/gpu_check.sh`` runs it with test_cuda.py (TURBOGELU_TEST_DEVICE=cpu: its
-  dry run, against the CPU).
+  the grid.
+* **the packed bfloat16 path** (the paper tier under turbogelu.ops.use_cuda_packed()): its
+  kernels from the op list, their bf16x2 arithmetic, stores and registers, and that the built
+  extension holds them (no GPU needed); on a GPU, every bfloat16 input through each op equals
+  the lab's replay (turbogelu/approx/packed_family.py) bit for bit, and the switch leaves the
+  accurate tier and float16 alone.
+
+``tests/gpu_check.sh`` runs it with test_cuda.py (TURBOGELU_TEST_DEVICE=cpu: its dry run,
+against the CPU).
 
 Only torch and pytest are needed at run time, as test_cuda.py.
 """
@@ -141,11 +148,24 @@ def _layout(body: str, dtype: str) -> tuple[int, int]:
 
 
 def _parsed(family_ptx):
+    """{(dtype, body, shapes, kind): PTX} of the float32-arithmetic kernels (family_kernel);
+    every other kernel of the file must be a packed one (_packed)."""
     out = {}
     for name, ptx in family_ptx.items():
         found = gpu_check.family_kernel(name)
-        assert found is not None, f"a kernel that is no family_kernel: {name}"
+        if found is None:
+            assert gpu_check.packed_family_kernel(name) is not None, f"an unknown kernel: {name}"
+            continue
         out[found] = ptx
+    return out
+
+
+def _packed(family_ptx):
+    """{(body, shapes, kind): PTX} of the packed bfloat16 kernels (packed_family_kernel)."""
+    out = {}
+    for name, ptx in family_ptx.items():
+        if (found := gpu_check.packed_family_kernel(name)) is not None:
+            out[found] = ptx
     return out
 
 
@@ -153,7 +173,7 @@ def test_family_ptx_kernels_come_from_the_op_list(family_ptx):
     """One kernel per (dtype, body, function and tier, kind) that TG_FAMILY_OPS asks for, no
     other: 5 ops x 2 tiers x 2 bodies x 4 dtypes = 80 today."""
     parsed = _parsed(family_ptx)
-    assert len(parsed) == len(family_ptx)
+    assert len(parsed) + len(_packed(family_ptx)) == len(family_ptx)
     assert set(parsed) == _expected_kernels()
     assert len(parsed) == 2 * len(TIERS) * len(FAMILY) * len(ELEMENTS) == 80
 
@@ -203,6 +223,86 @@ def test_family_ptx_stores_16_bytes_after_a_peeled_head(family_ptx):
         assert re.search(r"\band\.b64\s+%rd\d+, %rd\d+, 15;", ptx), what
 
 
+# ------------------------------------------------------------------ the packed bfloat16 path
+
+
+def _expected_packed() -> set[tuple[str, str, str]]:
+    """(body, function_paper, kind) for every op of TG_FAMILY_OPS: the packed path runs the
+    paper tier only, on bfloat16 only: 5 ops x 2 bodies = 10 kernels."""
+    bodies = {"Plain": ("unary", "binary"), "Scaled": ("unary", "binary"),
+              "Gated": ("binary", "pair")}  # fmt: skip
+    return {(body, f"{fn}_paper", kind) for _, fn, kind in FAMILY for body in bodies[kind]}
+
+
+def test_packed_family_kernels_come_from_the_op_list(family_ptx):
+    packed = _packed(family_ptx)
+    assert set(packed) == _expected_packed()
+    assert len(packed) == 2 * len(FAMILY) == 10
+
+
+def test_packed_family_ptx_does_the_templates_arithmetic_in_bf16x2(family_ptx):
+    """The float32 kernels' per-element arithmetic (_per_element), each operation one packed
+    bfloat16 instruction for two elements: per pair exactly the template's fma.rn.bf16x2,
+    mul.rn.bf16x2 and add.rn.bf16x2 (the head and tail element, and each loop's pairs:
+    loops x unroll x 4 + 1 copies), each with .rn (a mul and an add without it may be fused by
+    ptxas); two lane compares per program (the window and the sign); no float32 (or any
+    other) arithmetic, no division or transcendental, no local memory; the programs read from
+    the parameter space. The gated backward's two programs each take their own |x| and
+    |x| |x| (the packed instructions are not merged across programs as the float32 ones are),
+    one more of each than _per_element counts for it."""
+    for (body, fn, kind), ptx in _packed(family_ptx).items():
+        what = (body, fn, kind)
+        fma_e, mul_e, add_e = _per_element(body, fn, kind)
+        loops, unroll = _layout(body, "bfloat16")
+        copies = loops * unroll * 4 + 1
+        programs = 2 if body == "pair" else 1
+        shared = int(body == "pair" and SHAPES[fn][2] and SHAPES[fn][5])
+        assert len(re.findall(r"\bfma\.rn\.bf16x2\b", ptx)) == copies * fma_e, what
+        assert len(re.findall(r"\bmul\.rn\.bf16x2\b", ptx)) == copies * (mul_e + shared), what
+        assert len(re.findall(r"\badd\.rn\.bf16x2\b", ptx)) == copies * add_e, what
+        assert not re.search(r"\b(mul|add|sub)\.bf16x2\b", ptx), what  # without .rn
+        assert len(re.findall(r"\babs\.bf16x2\b", ptx)) == copies * programs, what
+        assert len(re.findall(r"\bset\.gt\.u32\.bf16x2\b", ptx)) == copies * 2 * programs, what
+        assert not re.search(r"\b(fma|mul|add|sub)(\.rn)?\.(f16|f16x2|bf16|f32|f64)\b", ptx), what
+        assert not re.search(r"\b(div|rcp|sqrt|rsqrt|ex2|lg2|sin|cos|tanh)\.", ptx), what
+        assert ".ftz" not in ptx and ".approx" not in ptx, what
+        assert "ld.local" not in ptx and "st.local" not in ptx, what
+        assert re.search(r"\bld\.param\.f32\b", ptx), what
+
+
+def test_packed_family_ptx_stores_16_bytes_after_a_peeled_head(family_ptx):
+    """The layout of the float32-arithmetic bfloat16 kernels (elementwise_pairs shares
+    elementwise's phases, head and tail): the same 16-byte and element stores."""
+    for (body, fn, kind), ptx in _packed(family_ptx).items():
+        what = (body, fn, kind)
+        loops, unroll = _layout(body, "bfloat16")
+        wide = len(re.findall(r"\bst\.global\.v\d\.", ptx))
+        single = len(re.findall(r"\bst\.global\.(?!v\d)", ptx))
+        if body == "pair":
+            assert (wide, single) == (3 * unroll, unroll * 8 + 2), what
+        else:
+            assert (wide, single) == (loops * unroll, 1), what
+        widths = re.findall(r"\b(?:ld|st)\.global\.v(\d)\.(?:f32|u32|f64|u64|b32|b64)\b", ptx)
+        assert widths and all(int(w) * 4 == 16 for w in widths), what
+
+
+def test_packed_family_kernels_are_in_the_built_extension():
+    """The extension built here holds the packed kernels' sm_90 code (cuobjdump), within the
+    limit of every kernel: at most 64 registers, no spill."""
+    if not _cuda_built_here():
+        pytest.skip("the build has no CUDA here")
+    cuobjdump = gpu_check.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("no cuobjdump")
+    usage = gpu_check.extension_resources(gpu_check.extension_path(), cuobjdump)
+    packed = {gpu_check.packed_family_kernel(n): u for n, u in usage.items()}
+    packed.pop(None, None)
+    assert set(packed) == _expected_packed()
+    for what, u in packed.items():
+        assert u["stack"] == 0 and u["local"] == 0, (what, u)
+        assert u["regs"] <= 64 and gpu_check.blocks_per_sm(u["regs"]) >= 4, (what, u)
+
+
 @pytest.fixture(scope="module")
 def family_sm90_resources() -> dict[str, dict]:
     """{mangled kernel: registers, stack, local} of family_kernels.cu on sm_90, from ptxas."""
@@ -215,7 +315,10 @@ def test_family_kernels_keep_4_blocks_per_sm_without_spills(family_sm90_resource
     """GELU's limit (test_cuda.py): at most 64 registers and no spill in any kernel, so that at
     least 4 blocks of 256 threads stay resident on an sm_90 SM."""
     usage = family_sm90_resources
-    assert {gpu_check.family_kernel(n) for n in usage} == _expected_kernels()
+    found = {gpu_check.family_kernel(n) for n in usage} - {None}
+    assert found == _expected_kernels()
+    assert {gpu_check.packed_family_kernel(n) for n in usage} - {None} == _expected_packed()
+    assert len(usage) == len(found) + len(_expected_packed())
     for name, u in usage.items():
         what = gpu_check.describe(name)
         assert what is not None and "(degree" in what, name
@@ -447,3 +550,80 @@ def test_family_grid_is_one_wave_of_what_fits_on_an_sm():
                     assert per_sm == gpu_check.blocks_per_sm(u["regs"]), (what, u)
         OPS.silu(x[:100])
         assert probe()[0] == 1
+
+
+def _same_packed(actual: torch.Tensor, expected: torch.Tensor, msg: str):
+    """The same bits, zeros' signs included; NaN where the other is NaN (any NaN: the lab's
+    replay does not model the hardware's NaN payloads)."""
+    nan = torch.isnan(expected)
+    assert torch.equal(torch.isnan(actual), nan), msg
+    assert torch.equal(actual[~nan].view(torch.int16), expected[~nan].view(torch.int16)), msg
+
+
+@needs_gpu
+@cuda_only
+@pytest.mark.parametrize("op", OP_NAMES)
+def test_family_packed_bf16_is_the_lab_replay(op):
+    """With turbogelu.ops.use_cuda_packed() the paper tier on bfloat16 gives, for every input
+    (as x, as a for SwiGLU with b random; aligned, at an odd offset, with a tail), the bits of
+    the lab's replay of packed bfloat16 arithmetic (turbogelu/approx/packed_family.py, whose
+    errors tests/test_packed_family.py bounds): forward, out=, in place, every backward with a
+    unit and a random gradient. Meanwhile the accurate tier and float16 keep the CPU kernels'
+    bits, and the paper tier its own again once the switch is off."""
+    for lab_dependency in ("numpy", "scipy", "mpmath"):  # the lab's replay needs them
+        pytest.importorskip(lab_dependency)
+    from turbogelu.approx import packed_family
+
+    x = all_inputs(torch.bfloat16)
+    b = _mixed(x.numel(), torch.bfloat16, seed=51)
+    grad = _mixed(x.numel(), torch.bfloat16, seed=52)
+    ones = torch.ones_like(x)
+    cap = _caps(op)[-1]
+    gated = KIND[op] == "Gated"
+    lab_in = (x.double().numpy(), b.double().numpy()) if gated else (x.double().numpy(),)
+
+    def lab(values) -> torch.Tensor:
+        return torch.from_numpy(values).to(torch.bfloat16)  # (exact: bfloat16 values)
+
+    want = lab(packed_family.forward(op, *lab_in, cap=cap))
+    xc, bc = x.to(DEVICE), b.to(DEVICE)
+    args_c = _args(op, xc, bc, cap)
+    with turbogelu.ops.use_cuda_packed():
+        _same_packed(_forward(op, args_c, "paper").cpu(), want, f"{op} forward")
+        for s in (slice(3, None), slice(None, 4101)):
+            got = _forward(op, _args(op, xc[s], bc[s], cap), "paper").cpu()
+            _same_packed(got, want[s], f"{op} forward [{s}]")
+        out = torch.empty_like(xc)
+        getattr(OPS, op).out(*args_c, tier="paper", out=out)
+        _same_packed(out.cpu(), want, f"{op}.out")
+        if not gated:
+            z = xc.clone()
+            getattr(OPS, f"{op}_")(z, *args_c[1:], tier="paper")
+            _same_packed(z.cpu(), want, f"{op}_")
+        for bw in BACKWARDS:
+            for g in (ones, grad):
+                lab_g = packed_family.backward(
+                    op, g.double().numpy(), *lab_in, cap=cap, backward=bw
+                )
+                lab_g = lab_g if isinstance(lab_g, tuple) else (lab_g,)
+                got = _backward(op, g.to(DEVICE), args_c, bw, "paper")
+                for k, (g_, w_) in enumerate(zip(got, lab_g, strict=True)):
+                    _same_packed(g_.cpu(), lab(w_), f"{op}_backward {bw} [{k}]")
+        # not packed: the accurate tier, and float16 in the paper tier
+        args = _args(op, x, b, cap)
+        _same_as_cpu(_forward(op, args_c), _forward(op, args), f"{op} accurate, switch on")
+        h, hb = all_inputs(torch.float16), _mixed(x.numel(), torch.float16, seed=53)
+        args_h = _args(op, h, hb, cap)
+        args_hc = _args(op, h.to(DEVICE), hb.to(DEVICE), cap)
+        _same_as_cpu(_forward(op, args_hc, "paper"), _forward(op, args_h, "paper"), "float16")
+        for bw in BACKWARDS:
+            want_a = _backward(op, grad, args, bw)
+            got_a = _backward(op, grad.to(DEVICE), args_c, bw)
+            for k, (g_, w_) in enumerate(zip(got_a, want_a, strict=True)):
+                _same_as_cpu(g_, w_, f"{op}_backward {bw} [{k}] accurate, switch on")
+    _same_as_cpu(_forward(op, args_c, "paper"), _forward(op, args, "paper"), f"{op} off again")
+    with turbogelu.ops.use_cuda_packed():  # the packed kernels' grid: one wave, as the others
+        big = torch.randn(1 << 24, device=DEVICE).to(torch.bfloat16)
+        _forward(op, _args(op, big, big, cap), "paper")
+        blocks, per_sm, sms = BENCH_OPS._cuda_last_launch()
+        assert 1 <= per_sm <= 2048 // 256 and blocks == sms * per_sm, (op, blocks, per_sm)

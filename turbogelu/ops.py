@@ -191,8 +191,11 @@ def use_cuda_packed(on: bool = True):
     """Inside the block, bfloat16 ops on CUDA take the opt-in packed path (``__nv_bfloat162``
     arithmetic with its own fits, turbogelu/approx/packed.py: max |error| within 2x PyTorch's
     own in bfloat16, not the float32 path's bounds; ``backward=`` then picks nothing: the
-    packed backward is one fit of GELU'). TURBOGELU_CUDA_PACKED=1 turns it on for a process.
-    Other dtypes and devices are unaffected.
+    packed backward is one fit of GELU'). The activation family's ops take it in their
+    ``tier="paper"`` only: the paper's Table 2 programs in ``__nv_bfloat162`` arithmetic
+    (turbogelu/approx/packed_family.py: its semantics and measured errors); their accurate tier
+    is unaffected. TURBOGELU_CUDA_PACKED=1 turns it on for a process. Other dtypes and devices
+    are unaffected.
 
     Unlike the CPU switches this one is process-wide (every thread sees it while the block
     runs): autograd computes a CUDA tensor's backward on its own device thread, which a

@@ -53,13 +53,18 @@ cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int
 //   family_unary   out = f(x)                       Plain / Scaled forward
 //   family_binary  out = f(a, b)                    their backward (a = grad, b = x), Gated forward
 //   family_pair    out_a, out_b = f(g, a, b)        Gated backward
-cudaError_t family_unary(FamilyOp op, Tier tier, DType dtype, const void* x, void* out, int64_t n,
-                         const FamilyCall& c, cudaStream_t stream);
-cudaError_t family_binary(FamilyOp op, Tier tier, DType dtype, const void* a, const void* b,
-                          void* out, int64_t n, const FamilyCall& c, cudaStream_t stream);
-cudaError_t family_pair(FamilyOp op, Tier tier, DType dtype, const void* g, const void* a,
-                        const void* b, void* out_a, void* out_b, int64_t n, const FamilyCall& c,
-                        cudaStream_t stream);
+// packed: the opt-in packed bfloat16 path, the same element functions two lanes at a time in
+// __nv_bfloat162 arithmetic (every operation rounded to bfloat16; turbogelu/approx/
+// packed_family.py replays it bit for bit); only the paper tier on bfloat16 data has it
+// (cudaErrorInvalidValue otherwise).
+cudaError_t family_unary(FamilyOp op, Tier tier, bool packed, DType dtype, const void* x, void* out,
+                         int64_t n, const FamilyCall& c, cudaStream_t stream);
+cudaError_t family_binary(FamilyOp op, Tier tier, bool packed, DType dtype, const void* a,
+                          const void* b, void* out, int64_t n, const FamilyCall& c,
+                          cudaStream_t stream);
+cudaError_t family_pair(FamilyOp op, Tier tier, bool packed, DType dtype, const void* g,
+                        const void* a, const void* b, void* out_a, void* out_b, int64_t n,
+                        const FamilyCall& c, cudaStream_t stream);
 
 // The grid of the last launch in this process (any thread, any of the kernels above): its
 // blocks, the blocks of that kernel resident per SM (from the occupancy API) and the SMs.

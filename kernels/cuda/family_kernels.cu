@@ -12,12 +12,19 @@
 //   binary  out = f(a, b)                    their backward (a = grad, b = x); Gated forward
 //   pair    (oa, ob) = f(g, a, b)            Gated backward
 // instantiated from TG_FAMILY_OPS: an op is a line there, not a kernel here.
+//
+// The opt-in packed bfloat16 path (`packed`: the paper tier on bfloat16 data, switched on by
+// turbogelu.ops.use_cuda_packed() / TURBOGELU_CUDA_PACKED=1, family_cuda.cpp): the same
+// bodies and element functions over bf16x2.cuh's Bf16x2, two elements per packed bfloat16
+// instruction, in elementwise.cuh's elementwise_pairs (packed_family_kernel; one kernel per
+// body of each op's paper programs). Its bits are turbogelu/approx/packed_family.py's replay.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "bf16x2.cuh"
 #include "cuda_kernels.h"
 #include "elementwise.cuh"
 
@@ -83,23 +90,40 @@ __global__ void __launch_bounds__(kThreads)
   elementwise<Fn::template unroll<T>>(p, n, Fn{c});
 }
 
-template <class T, class Fn, int NIn, int NOut>
+// The packed path's kernel: the same body over pairs of bfloat16 elements (Bf16x2).
+template <class Fn, int NIn, int NOut>
+__global__ void __launch_bounds__(kThreads)
+    packed_family_kernel(const Operands<__nv_bfloat16, NIn, NOut> p, int64_t n,
+                         const __grid_constant__ FamilyCall c) {
+  elementwise_pairs<Bf16Pairs, Fn::template unroll<__nv_bfloat16>>(p, n, Fn{c});
+}
+
+template <auto Kernel, class T, int Unroll, int NIn, int NOut>
+cudaError_t launch_kernel(const Operands<T, NIn, NOut>& p, int64_t n, const FamilyCall& c,
+                          cudaStream_t stream) {
+  unsigned grid = 0;
+  const cudaError_t err = elementwise_grid<Kernel, T, Unroll>(n, &grid);
+  if (err != cudaSuccess) return err;
+  Kernel<<<grid, kThreads, 0, stream>>>(p, n, c);
+  return cudaGetLastError();
+}
+
+template <class T, class Fn, int NIn, int NOut, bool Packed>
 cudaError_t launch_typed(const Operands<T, NIn, NOut>& p, int64_t n, const FamilyCall& c,
                          cudaStream_t stream) {
   for (const T* q : p.in)
     if (!element_aligned<T>(q)) return cudaErrorMisalignedAddress;
   for (const T* q : p.out)
     if (!element_aligned<T>(q)) return cudaErrorMisalignedAddress;
-  constexpr auto kernel = family_kernel<T, Fn, NIn, NOut>;
-  unsigned grid = 0;
-  const cudaError_t err = elementwise_grid<kernel, T, Fn::template unroll<T>>(n, &grid);
-  if (err != cudaSuccess) return err;
-  kernel<<<grid, kThreads, 0, stream>>>(p, n, c);
-  return cudaGetLastError();
+  constexpr int unroll = Fn::template unroll<T>;
+  if constexpr (Packed)
+    return launch_kernel<packed_family_kernel<Fn, NIn, NOut>, T, unroll>(p, n, c, stream);
+  else
+    return launch_kernel<family_kernel<T, Fn, NIn, NOut>, T, unroll>(p, n, c, stream);
 }
 
-// Fn<...> on the element type of d, for void pointers.
-template <class Fn, int NIn, int NOut>
+// Fn<...> on the element type of d, for void pointers; the packed path on bfloat16 only.
+template <class Fn, int NIn, int NOut, bool Packed>
 cudaError_t launch_dtype(DType d, const void* const (&in)[NIn], void* const (&out)[NOut], int64_t n,
                          const FamilyCall& c, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
@@ -108,56 +132,66 @@ cudaError_t launch_dtype(DType d, const void* const (&in)[NIn], void* const (&ou
     Operands<T, NIn, NOut> p;
     for (int k = 0; k < NIn; ++k) p.in[k] = static_cast<const T*>(in[k]);
     for (int q = 0; q < NOut; ++q) p.out[q] = static_cast<T*>(out[q]);
-    return launch_typed<T, Fn, NIn, NOut>(p, n, c, stream);
+    return launch_typed<T, Fn, NIn, NOut, Packed>(p, n, c, stream);
   };
-  switch (d) {
-    case kF32:
-      return run(float{});
-    case kF16:
-      return run(__half{});
-    case kBF16:
-      return run(__nv_bfloat16{});
-    case kF64:
-      return run(double{});
+  if constexpr (Packed) {
+    return d == kBF16 ? run(__nv_bfloat16{}) : cudaErrorInvalidValue;
+  } else {
+    switch (d) {
+      case kF32:
+        return run(float{});
+      case kF16:
+        return run(__half{});
+      case kBF16:
+        return run(__nv_bfloat16{});
+      case kF64:
+        return run(double{});
+    }
+    return cudaErrorInvalidValue;
   }
-  return cudaErrorInvalidValue;
 }
 
-// The launchers of one op (function S, kind K); an arity the kind does not have is refused.
-template <class S, Kind K>
+// The launchers of one op (function S, kind K; Packed: the packed path); an arity the kind
+// does not have is refused.
+template <class S, Kind K, bool Packed>
 struct OpLaunch {
   static cudaError_t unary(DType d, const void* x, void* out, int64_t n, const FamilyCall& c,
                            cudaStream_t stream) {
     if constexpr (K == Kind::Gated) {
       return cudaErrorInvalidValue;
     } else {
-      return launch_dtype<UnaryFn<S, K>, 1, 1>(d, {x}, {out}, n, c, stream);
+      return launch_dtype<UnaryFn<S, K>, 1, 1, Packed>(d, {x}, {out}, n, c, stream);
     }
   }
   static cudaError_t binary(DType d, const void* a, const void* b, void* out, int64_t n,
                             const FamilyCall& c, cudaStream_t stream) {
-    return launch_dtype<BinaryFn<S, K>, 2, 1>(d, {a, b}, {out}, n, c, stream);
+    return launch_dtype<BinaryFn<S, K>, 2, 1, Packed>(d, {a, b}, {out}, n, c, stream);
   }
   static cudaError_t pair(DType d, const void* g, const void* a, const void* b, void* out_a,
                           void* out_b, int64_t n, const FamilyCall& c, cudaStream_t stream) {
     if constexpr (K != Kind::Gated) {
       return cudaErrorInvalidValue;
     } else {
-      return launch_dtype<PairFn<S>, 3, 2>(d, {g, a, b}, {out_a, out_b}, n, c, stream);
+      return launch_dtype<PairFn<S>, 3, 2, Packed>(d, {g, a, b}, {out_a, out_b}, n, c, stream);
     }
   }
 };
 
 }  // namespace
 
-cudaError_t family_unary(FamilyOp op, Tier tier, DType d, const void* x, void* out, int64_t n,
-                         const FamilyCall& c, cudaStream_t stream) {
+// The accurate tier has no packed kernels: packed is refused there (cudaErrorInvalidValue).
+#define TG_TIER_CASES(op_, fn, kind, launcher, ...)                                            \
+  case family_index(kFamily_##op_, kTier_accurate):                                            \
+    return packed ? cudaErrorInvalidValue                                                      \
+                  : OpLaunch<shapes::fn##_accurate, Kind::kind, false>::launcher(__VA_ARGS__); \
+  case family_index(kFamily_##op_, kTier_paper):                                               \
+    return packed ? OpLaunch<shapes::fn##_paper, Kind::kind, true>::launcher(__VA_ARGS__)      \
+                  : OpLaunch<shapes::fn##_paper, Kind::kind, false>::launcher(__VA_ARGS__);
+
+cudaError_t family_unary(FamilyOp op, Tier tier, bool packed, DType d, const void* x, void* out,
+                         int64_t n, const FamilyCall& c, cudaStream_t stream) {
   switch (family_index(op, tier)) {
-#define TG_CASE(op_, fn, kind)                                                          \
-  case family_index(kFamily_##op_, kTier_accurate):                                     \
-    return OpLaunch<shapes::fn##_accurate, Kind::kind>::unary(d, x, out, n, c, stream); \
-  case family_index(kFamily_##op_, kTier_paper):                                        \
-    return OpLaunch<shapes::fn##_paper, Kind::kind>::unary(d, x, out, n, c, stream);
+#define TG_CASE(op_, fn, kind) TG_TIER_CASES(op_, fn, kind, unary, d, x, out, n, c, stream)
     TG_FAMILY_OPS(TG_CASE)
 #undef TG_CASE
     default:
@@ -165,14 +199,11 @@ cudaError_t family_unary(FamilyOp op, Tier tier, DType d, const void* x, void* o
   }
 }
 
-cudaError_t family_binary(FamilyOp op, Tier tier, DType d, const void* a, const void* b, void* out,
-                          int64_t n, const FamilyCall& c, cudaStream_t stream) {
+cudaError_t family_binary(FamilyOp op, Tier tier, bool packed, DType d, const void* a,
+                          const void* b, void* out, int64_t n, const FamilyCall& c,
+                          cudaStream_t stream) {
   switch (family_index(op, tier)) {
-#define TG_CASE(op_, fn, kind)                                                              \
-  case family_index(kFamily_##op_, kTier_accurate):                                         \
-    return OpLaunch<shapes::fn##_accurate, Kind::kind>::binary(d, a, b, out, n, c, stream); \
-  case family_index(kFamily_##op_, kTier_paper):                                            \
-    return OpLaunch<shapes::fn##_paper, Kind::kind>::binary(d, a, b, out, n, c, stream);
+#define TG_CASE(op_, fn, kind) TG_TIER_CASES(op_, fn, kind, binary, d, a, b, out, n, c, stream)
     TG_FAMILY_OPS(TG_CASE)
 #undef TG_CASE
     default:
@@ -180,22 +211,20 @@ cudaError_t family_binary(FamilyOp op, Tier tier, DType d, const void* a, const 
   }
 }
 
-cudaError_t family_pair(FamilyOp op, Tier tier, DType d, const void* g, const void* a,
+cudaError_t family_pair(FamilyOp op, Tier tier, bool packed, DType d, const void* g, const void* a,
                         const void* b, void* out_a, void* out_b, int64_t n, const FamilyCall& c,
                         cudaStream_t stream) {
   switch (family_index(op, tier)) {
-#define TG_CASE(op_, fn, kind)                                                               \
-  case family_index(kFamily_##op_, kTier_accurate):                                          \
-    return OpLaunch<shapes::fn##_accurate, Kind::kind>::pair(d, g, a, b, out_a, out_b, n, c, \
-                                                             stream);                        \
-  case family_index(kFamily_##op_, kTier_paper):                                             \
-    return OpLaunch<shapes::fn##_paper, Kind::kind>::pair(d, g, a, b, out_a, out_b, n, c, stream);
+#define TG_CASE(op_, fn, kind) \
+  TG_TIER_CASES(op_, fn, kind, pair, d, g, a, b, out_a, out_b, n, c, stream)
     TG_FAMILY_OPS(TG_CASE)
 #undef TG_CASE
     default:
       return cudaErrorInvalidValue;
   }
 }
+
+#undef TG_TIER_CASES
 
 }  // namespace cuda
 }  // namespace turbogelu
