@@ -545,7 +545,10 @@ def test_family_grid_is_one_wave_of_what_fits_on_an_sm():
                 assert sms == props.multi_processor_count, what
                 assert 1 <= per_sm <= 2048 // 256, (what, per_sm)
                 assert blocks == sms * per_sm, (what, blocks, sms, per_sm)
-                u = next((u for d, u in usage.items() if d and d.startswith(" ".join(what))), None)
+                # the kernel's name as gpu_check.describe gives it (the default tier's)
+                name = f"{_name(dtype)} {op} (accurate) {direction}"
+                u = next((u for d, u in usage.items() if d and d.startswith(name)), None)
+                assert u is not None or not usage, f"no kernel named {name!r} in cuobjdump's list"
                 if u is not None:
                     assert per_sm == gpu_check.blocks_per_sm(u["regs"]), (what, u)
         OPS.silu(x[:100])

@@ -55,16 +55,24 @@ __device__ __forceinline__ Bf16x2 tg_tail_select(Bf16x2Mask m, Bf16x2 x, Bf16x2 
   return tg_select(m, from_bits((bits_of(x) & pos) | (0x80008000u & ~pos)), other);
 }
 
-// How elementwise_pairs (elementwise.cuh) makes one Bf16x2 of two bfloat16 elements and back;
-// a single element (the head and the tail) goes in both lanes (a lane never depends on the
-// other), and its result is the low lane.
+// The lanes policy of elementwise_pairs (elementwise.cuh's ScalarLanes is the one-element
+// one): one Bf16x2 of two neighbouring bfloat16 elements and back; a single element (the head
+// and the tail) goes in both lanes (a lane never depends on the other), its result the low lane.
 struct Bf16Pairs {
   using T = __nv_bfloat16;
   using Acc = Bf16x2;
-  __device__ __forceinline__ static Acc join(T lo, T hi) { return {__halves2bfloat162(lo, hi)}; }
-  __device__ __forceinline__ static Acc both(T x) { return {__bfloat162bfloat162(x)}; }
-  __device__ __forceinline__ static T low(Acc a) { return __low2bfloat16(a.v); }
-  __device__ __forceinline__ static T high(Acc a) { return __high2bfloat16(a.v); }
+  static constexpr int kWidth = 2;
+  template <class P>
+  __device__ __forceinline__ static Acc get(const P& in, int j) {
+    return {__halves2bfloat162(in.v[j], in.v[j + 1])};
+  }
+  template <class P>
+  __device__ __forceinline__ static void put(P& out, int j, Acc o) {
+    out.v[j] = __low2bfloat16(o.v);
+    out.v[j + 1] = __high2bfloat16(o.v);
+  }
+  __device__ __forceinline__ static Acc edge(T x) { return {__bfloat162bfloat162(x)}; }
+  __device__ __forceinline__ static T unedge(Acc o) { return __low2bfloat16(o.v); }
 };
 
 }  // namespace

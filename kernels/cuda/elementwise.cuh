@@ -16,8 +16,8 @@
 // Each element is read and written by one thread in one loop trip, every input before any
 // output: an output may be one of the inputs (in place), never a partial overlap of one.
 //
-// `elementwise_pairs` is the same loop for a body over two elements at a time (the family's
-// packed bfloat16 path: one __nv_bfloat162 value per two elements).
+// `elementwise_pairs` is the same loop (one PackLoop, over a lanes policy) for a body over two
+// elements at a time (the family's packed bfloat16 path: one __nv_bfloat162 per two elements).
 //
 // Device code and the launch helpers only, no torch headers; included by the .cu files.
 #pragma once
@@ -153,16 +153,39 @@ __device__ __forceinline__ const void* checked(const Operands<T, NIn, NOut>& p) 
 template <unsigned Mask, int J>
 constexpr bool kVec = ((Mask >> J) & 1u) != 0;
 
+// How a body sees a pack's elements: ScalarLanes<T> one at a time in Elem<T>'s compute type
+// (every kernel's float path), or two neighbours as one packed value (bf16x2.cuh's
+// Bf16Pairs). kWidth elements per value; get / put move one value out of / into a pack at
+// element j; edge / unedge do it for the single elements of the head and the tail.
+template <class Storage>
+struct ScalarLanes {
+  using T = Storage;
+  using Acc = typename Elem<T>::Acc;
+  static constexpr int kWidth = 1;
+  template <class P>
+  __device__ __forceinline__ static Acc get(const P& in, int j) {
+    return Elem<T>::load(in.v[j]);
+  }
+  template <class P>
+  __device__ __forceinline__ static void put(P& out, int j, Acc o) {
+    out.v[j] = Elem<T>::store(o);
+  }
+  __device__ __forceinline__ static Acc edge(T v) { return Elem<T>::load(v); }
+  __device__ __forceinline__ static T unedge(Acc o) { return Elem<T>::store(o); }
+};
+
 // The body of `elementwise`: packs [0, packs) of every operand (out[0] 16-byte aligned, the
-// others too where Mask says so), Unroll packs of each input in flight per thread.
-template <class T, int NIn, int NOut, class F, int Unroll>
+// others too where Mask says so), Unroll packs of each input in flight per thread, each pack's
+// elements handed to f L::kWidth at a time.
+template <class L, int NIn, int NOut, class F, int Unroll>
 struct PackLoop {
+  using T = typename L::T;
   template <unsigned Mask>
   static __device__ __forceinline__ void run(const Operands<T, NIn, NOut>& p, int64_t packs,
                                              int64_t tid, int64_t stride, const F& f) {
-    using E = Elem<T>;
-    using A = typename E::Acc;
+    using A = typename L::Acc;
     constexpr int V = 16 / sizeof(T);
+    static_assert(V % L::kWidth == 0, "a pack holds whole values");
     using P = Pack<T, V>;
     for (int64_t base = tid; base < packs; base += stride * Unroll) {
       P in[Unroll][NIn];
@@ -182,11 +205,11 @@ struct PackLoop {
         if (i < packs) {
           P r[NOut];
 #pragma unroll
-          for (int j = 0; j < V; ++j) {
+          for (int j = 0; j < V; j += L::kWidth) {
             Vals<A, NIn> a;
-            each<NIn>([&](auto c) { a.v[TG_INDEX(c)] = E::load(in[u][TG_INDEX(c)].v[j]); });
+            each<NIn>([&](auto c) { a.v[TG_INDEX(c)] = L::get(in[u][TG_INDEX(c)], j); });
             const Vals<A, NOut> o = f(a);
-            each<NOut>([&](auto c) { r[TG_INDEX(c)].v[j] = E::store(o.v[TG_INDEX(c)]); });
+            each<NOut>([&](auto c) { L::put(r[TG_INDEX(c)], j, o.v[TG_INDEX(c)]); });
           }
           each<NOut>([&](auto c) {
             constexpr int q = TG_INDEX(c);
@@ -243,91 +266,9 @@ __device__ __forceinline__ int64_t edge_element(int64_t tid, int64_t head, int64
 
 // out[q][i] = f(in[0][i], ..., in[NIn - 1][i])[q] for i < n, over the whole grid: the head
 // peeled to out[0]'s 16-byte boundary, the 16-byte body (Unroll packs per thread per trip),
-// the tail.
-template <int Unroll = kUnroll, class T, int NIn, int NOut, class F>
-__device__ __forceinline__ void elementwise(const Operands<T, NIn, NOut>& p, int64_t n,
-                                            const F& f) {
-  using E = Elem<T>;
-  using A = typename E::Acc;
-  constexpr int V = 16 / sizeof(T);
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t head = min(n, to_boundary(p.out[0]));
-  const int64_t packs = (n - head) / V;
-  Operands<T, NIn, NOut> body;
-  each<NIn>([&](auto c) { body.in[TG_INDEX(c)] = p.in[TG_INDEX(c)] + head; });
-  each<NOut>([&](auto c) { body.out[TG_INDEX(c)] = p.out[TG_INDEX(c)] + head; });
-  with_phases<PackLoop<T, NIn, NOut, F, Unroll>>(p, body, packs, tid, stride, f);
-  if (tid < n - packs * V) {
-    const int64_t i = edge_element(tid, head, packs * V);
-    Vals<A, NIn> a;
-    each<NIn>([&](auto c) { a.v[TG_INDEX(c)] = E::load(p.in[TG_INDEX(c)][i]); });
-    const Vals<A, NOut> o = f(a);
-    each<NOut>([&](auto c) { p.out[TG_INDEX(c)][i] = E::store(o.v[TG_INDEX(c)]); });
-  }
-}
-
-// ---------------------------------------------------------------- two elements per value
-
-// The loops of the packed bodies (the activation family's opt-in bfloat16 path): PackLoop and
-// elementwise over the same packs, phases, head and tail, but the body takes two neighbouring
-// elements at a time as one value of L::Acc (L: the lanes' policy, bf16x2.cuh's Bf16Pairs),
-// so that its arithmetic is one packed instruction per two elements.
-template <class L, int NIn, int NOut, class F, int Unroll>
-struct PairLoop {
-  using T = typename L::T;
-  template <unsigned Mask>
-  static __device__ __forceinline__ void run(const Operands<T, NIn, NOut>& p, int64_t packs,
-                                             int64_t tid, int64_t stride, const F& f) {
-    using A = typename L::Acc;
-    constexpr int V = 16 / sizeof(T);
-    static_assert(V % 2 == 0, "a pack holds whole pairs");
-    using P = Pack<T, V>;
-    for (int64_t base = tid; base < packs; base += stride * Unroll) {
-      P in[Unroll][NIn];
-#pragma unroll
-      for (int u = 0; u < Unroll; ++u) {
-        const int64_t i = base + u * stride;
-        if (i < packs) {
-          each<NIn>([&](auto c) {
-            constexpr int k = TG_INDEX(c);
-            in[u][k] = load_pack<kVec<Mask, k>, T, V>(p.in[k], i);
-          });
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < Unroll; ++u) {
-        const int64_t i = base + u * stride;
-        if (i < packs) {
-          P r[NOut];
-#pragma unroll
-          for (int j = 0; j < V; j += 2) {
-            Vals<A, NIn> a;
-            each<NIn>([&](auto c) {
-              constexpr int k = TG_INDEX(c);
-              a.v[k] = L::join(in[u][k].v[j], in[u][k].v[j + 1]);
-            });
-            const Vals<A, NOut> o = f(a);
-            each<NOut>([&](auto c) {
-              constexpr int q = TG_INDEX(c);
-              r[q].v[j] = L::low(o.v[q]);
-              r[q].v[j + 1] = L::high(o.v[q]);
-            });
-          }
-          each<NOut>([&](auto c) {
-            constexpr int q = TG_INDEX(c);
-            store_pack<q == 0 || kVec<Mask, NIn + q - 1>, T, V>(p.out[q], i, r[q]);
-          });
-        }
-      }
-    }
-  }
-};
-
-// elementwise with PairLoop: the head and the tail one element per thread, in both lanes of
-// a value (L::both), its result the low lane.
-template <class L, int Unroll = kUnroll, class T, int NIn, int NOut, class F>
-__device__ __forceinline__ void elementwise_pairs(const Operands<T, NIn, NOut>& p, int64_t n,
+// the tail; f sees L's values (elementwise: ScalarLanes, one element each).
+template <class L, int Unroll, class T, int NIn, int NOut, class F>
+__device__ __forceinline__ void elementwise_lanes(const Operands<T, NIn, NOut>& p, int64_t n,
                                                   const F& f) {
   using A = typename L::Acc;
   constexpr int V = 16 / sizeof(T);
@@ -338,14 +279,29 @@ __device__ __forceinline__ void elementwise_pairs(const Operands<T, NIn, NOut>& 
   Operands<T, NIn, NOut> body;
   each<NIn>([&](auto c) { body.in[TG_INDEX(c)] = p.in[TG_INDEX(c)] + head; });
   each<NOut>([&](auto c) { body.out[TG_INDEX(c)] = p.out[TG_INDEX(c)] + head; });
-  with_phases<PairLoop<L, NIn, NOut, F, Unroll>>(p, body, packs, tid, stride, f);
+  with_phases<PackLoop<L, NIn, NOut, F, Unroll>>(p, body, packs, tid, stride, f);
   if (tid < n - packs * V) {
     const int64_t i = edge_element(tid, head, packs * V);
     Vals<A, NIn> a;
-    each<NIn>([&](auto c) { a.v[TG_INDEX(c)] = L::both(p.in[TG_INDEX(c)][i]); });
+    each<NIn>([&](auto c) { a.v[TG_INDEX(c)] = L::edge(p.in[TG_INDEX(c)][i]); });
     const Vals<A, NOut> o = f(a);
-    each<NOut>([&](auto c) { p.out[TG_INDEX(c)][i] = L::low(o.v[TG_INDEX(c)]); });
+    each<NOut>([&](auto c) { p.out[TG_INDEX(c)][i] = L::unedge(o.v[TG_INDEX(c)]); });
   }
+}
+
+template <int Unroll = kUnroll, class T, int NIn, int NOut, class F>
+__device__ __forceinline__ void elementwise(const Operands<T, NIn, NOut>& p, int64_t n,
+                                            const F& f) {
+  elementwise_lanes<ScalarLanes<T>, Unroll>(p, n, f);
+}
+
+// The same loop over two neighbouring elements per value (L: a pair policy such as
+// bf16x2.cuh's Bf16Pairs, whose arithmetic is one packed instruction per two elements): the
+// head and the tail one element per thread, in both lanes of a value, the result its low lane.
+template <class L, int Unroll = kUnroll, class T, int NIn, int NOut, class F>
+__device__ __forceinline__ void elementwise_pairs(const Operands<T, NIn, NOut>& p, int64_t n,
+                                                  const F& f) {
+  elementwise_lanes<L, Unroll>(p, n, f);
 }
 
 // ---------------------------------------------------------------- launch helpers (host)
