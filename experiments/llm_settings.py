@@ -7,11 +7,13 @@ Sizing (measured on the shared 2-core build machine, one thread, before choosing
 ``experiments.llm.Config`` (context 128, width 128, 4 heads, 4 layers, MLP ratio 4: 0.81M
 parameters; B4's four experts 2.38M, about one dense MLP's worth active per token) trains at
 about 7,000 characters a second for every task and both arms (forward, backward and an AdamW
-step; 5,700-6,000 for B4). ``llm all`` must fit in 20 minutes with the machine shared, so:
+step; 5,700-6,000 for B4). ``llm all`` runs inside ``make reproduce``, whose whole run must
+stay under 60 minutes on that machine (the rest of it takes about 43), so it is sized for
+about 11 minutes (the first sizing, 240 and 60 steps, took 17):
 
 * seed: ``SEED_STEPS`` steps of ``BATCH`` windows of 128 characters per task and arm
-  (245,760 characters each; 10 runs);
-* noise: ``NOISE_SEEDS`` seeds x 2 arms x 5 tasks x ``NOISE_STEPS`` steps (61,440 characters
+  (163,840 characters each; 10 runs);
+* noise: ``NOISE_SEEDS`` seeds x 2 arms x 5 tasks x ``NOISE_STEPS`` steps (40,960 characters
   each; 50 runs);
 * swap: no training: the seed protocol's native checkpoint, evaluated;
 * throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
@@ -28,9 +30,9 @@ WARMUP = 20  # linear warm-up steps, then cosine to 0 at the last step
 WEIGHT_DECAY = 0.01
 CLIP = 1.0  # gradient-norm clip
 VAL_WINDOWS = 64  # fixed validation windows, evenly spaced over the held-out plays
-SEED_STEPS = 240
+SEED_STEPS = 160
 SEED_EVALS = 8  # validation losses along the seed run (and one at step 0)
-NOISE_STEPS = 60
+NOISE_STEPS = 40
 NOISE_SEEDS = 5
 THROUGHPUT_ROUNDS = 5
 THROUGHPUT_ITERS = 4
