@@ -33,6 +33,8 @@ _LAZY = {
     "tanh_": "turbogelu.family",
     "silu_": "turbogelu.family",
     "softcap_": "turbogelu.family",
+    "exp2": "turbogelu.family",
+    "exp2_": "turbogelu.family",
     "Sigmoid": "turbogelu.modules",
     "Tanh": "turbogelu.modules",
     "SiLU": "turbogelu.modules",

@@ -172,6 +172,7 @@ TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
   TG_UNARY(sigmoid)
   TG_UNARY(tanh)
   TG_UNARY(silu)
+  TG_UNARY(exp2)
 #undef TG_UNARY
   m.impl("softcap.out", &softcap_out_ag);
   m.impl("softcap_", &softcap_inplace_ag);
