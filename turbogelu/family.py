@@ -39,7 +39,7 @@ from ._checks import check_tier as _check_tier
 
 _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
-FUNCTIONS = (*UNARY, "softcap", "swiglu")
+FUNCTIONS = (*UNARY, "softcap", "swiglu", "exp2")  # exp2: a Plain op with programs of its own
 BACKWARDS = ("default", "direct", "matched")
 # "accurate" (the default: the tier's bounds, data/specs/<function>/accurate.json) or "paper"
 # (the source paper's Table 2 programs, with their own measured errors; paper.json).
