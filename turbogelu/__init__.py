@@ -35,6 +35,7 @@ _LAZY = {
     "softcap_": "turbogelu.family",
     "exp2": "turbogelu.family",
     "exp2_": "turbogelu.family",
+    "softmax": "turbogelu.family",
     "Sigmoid": "turbogelu.modules",
     "Tanh": "turbogelu.modules",
     "SiLU": "turbogelu.modules",

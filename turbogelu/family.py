@@ -271,6 +271,58 @@ torch.library.register_autograd(
 )
 
 
+# ---------------------------------------------------------------- softmax (CPU)
+# softmax(x, dim, *, tier) by exp2 (kernels/cpu/family_ops.cpp's softmax_cpu): CPU only; the
+# result is contiguous. Its backward is (grad - sum(grad * y)) * y on the saved result, in
+# PyTorch's ops.
+
+
+def _check_softmax(x, dim, tier) -> None:
+    _check_tier("softmax", tier)
+    _gelu_ops._check_dtype(x, "softmax")
+    if x.dtype == torch.float64:
+        raise TypeError(
+            "turbogelu.softmax: float64 is not supported (the exp2 program is float32's; "
+            "use torch.softmax)"
+        )
+    if x.dim() == 0:
+        raise RuntimeError("turbogelu.softmax: x must have at least one dimension")
+    if not -x.dim() <= dim < x.dim():
+        raise IndexError(f"turbogelu.softmax: dim {dim} is out of range for {x.dim()} dimensions")
+
+
+@torch.library.register_fake("turbogelu::softmax")
+def _softmax_fake(x, dim=-1, *, tier="accurate"):
+    _check_softmax(x, dim, tier)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _softmax_elsewhere(x, dim=-1, *, tier="accurate"):
+    raise NotImplementedError(
+        f"turbogelu.softmax: only the CPU has a kernel (x is on {x.device.type}); "
+        "use torch.softmax there"
+    )
+
+
+for _key in ("CUDA", "MPS"):
+    torch.library.impl("turbogelu::softmax", _key, _softmax_elsewhere)
+
+
+def _softmax_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.dim = inputs[1] if len(inputs) > 1 else -1
+    ctx.save_for_backward(output)
+
+
+def _softmax_backward(ctx, grad):
+    (y,) = ctx.saved_tensors
+    return (grad - (grad * y).sum(ctx.dim, keepdim=True)) * y, None
+
+
+torch.library.register_autograd(
+    "turbogelu::softmax", _softmax_backward, setup_context=_softmax_setup
+)
+
+
 # ---------------------------------------------------------------- public functions
 
 
@@ -342,6 +394,15 @@ def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     ``"matched"`` recompute it from x (the matched one is the program's own derivative)."""
     _tensor(x, "exp2")
     return _ops.exp2(x, backward=backward, tier=tier)
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, tier: str = "accurate") -> torch.Tensor:
+    """Softmax along ``dim`` by this package's exp2 (CPU; float32, float16, bfloat16, computed
+    in float32): the row's max subtracted, t = (x - max) * log2(e), exp2(t) in the ``tier``
+    asked for and summed in float32, then scaled by 1 / sum. A contiguous result; a NaN makes
+    its row NaN (as torch.softmax). Autograd: (grad - sum(grad * y)) * y from the result."""
+    _tensor(x, "softmax")
+    return _ops.softmax(x, dim, tier=tier)
 
 
 def _inplace(name: str):

@@ -64,4 +64,7 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def(
       "swiglu_backward.out(Tensor grad, Tensor a, Tensor b, str backward=\"default\", "
       "str tier=\"accurate\", *, Tensor(a!) grad_a, Tensor(b!) grad_b) -> ()");
+  // softmax along dim by exp2 (CPU only; kernels/cpu/family_ops.cpp): float32, float16,
+  // bfloat16, computed in float32.
+  m.def("softmax(Tensor x, int dim=-1, *, str tier=\"accurate\") -> Tensor");
 }
