@@ -372,6 +372,6 @@ def test_efficientnet_b0_logits_barely_move():
 
 
 def test_family_module_lists_the_functions():
-    assert family.FUNCTIONS == ("sigmoid", "tanh", "silu", "softcap", "swiglu")
+    assert family.FUNCTIONS == ("sigmoid", "tanh", "silu", "softcap", "swiglu", "exp2")
     for name in family.FUNCTIONS:
         assert callable(getattr(turbogelu, name))

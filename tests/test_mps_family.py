@@ -81,11 +81,13 @@ def test_the_lists_are_family_h_s():
             (INCLUDE / "family_coeffs.h").read_text(),
         )
     }
-    assert set(shapes) == {(fn, t) for fn in _spec_names.FAMILY_FUNCTIONS for t in TIERS}
+    functions = (*_spec_names.FAMILY_FUNCTIONS, "exp2")  # exp2: data/specs/exp2/
+    assert set(shapes) == {(fn, t) for fn in functions for t in TIERS}
     assert {s[2] for s in shapes.values()} == {"true", "false"}  # (both variables are in use)
     forms = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
              "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
-             "Even": "TG_EVEN"}  # fmt: skip
+             "Even": "TG_EVEN", "Exp2Nearest": "TG_EXP2_NEAREST",
+             "Exp2Floor": "TG_EXP2_FLOOR"}  # fmt: skip
     shape = r"(\w+), (\d+), (true|false)"  # form, coefficients, in x^2
     metal = re.findall(rf"  X\((\w+), (\w+), (\w+), (\d+), {shape}, {shape}\)", SOURCE)
     assert [m[:2] for m in metal] == [(op, t) for op, _, _ in _spec_names.FAMILY_OPS for t in TIERS]
@@ -127,7 +129,7 @@ def test_source_holds_the_cpu_programs_bit_for_bit():
     coeffs = _table("TG_FAMILY_COEFFS")
     n = int(re.search(r"#define TG_FAMILY_N (\d+)", SOURCE)[1])
     programs = mps.FAMILY_PROGRAMS
-    assert len(programs) == 3 * len(_spec_names.FAMILY_FUNCTIONS) * len(TIERS)
+    assert len(programs) == 3 * (len(_spec_names.FAMILY_FUNCTIONS) + 1) * len(TIERS)  # + exp2
     assert len(clamps) == len(scales) == len(below) == len(above) == len(programs)
     assert len(coeffs) == n * len(programs)
     cpu = _cpu_programs()  # every program of every tier, the padded derivatives padded
@@ -149,6 +151,7 @@ def test_source_names_the_default_backward():
             for (fn, t), doc in codegen.load_family().items()
             if t == tier
         }
+        want["exp2"] = codegen.load_exp2()[tier]["default_backward"]
         assert mps.family_default_backward(tier) == want
         for fn, bw in want.items():
             flag = "true" if bw == "direct" else "false"
@@ -459,7 +462,7 @@ def _schemas() -> list[str]:
 
 def test_family_kernels_are_registered_for_every_schema():
     assert sorted(mps.FAMILY_OPS_MPS) == _schemas()
-    assert len(mps.FAMILY_OPS_MPS) == 3 * 5 + 5 + 4
+    assert len(mps.FAMILY_OPS_MPS) == 4 * 5 + 5 + 4  # sigmoid, tanh, silu, exp2; softcap; swiglu
     for name in mps.FAMILY_OPS_MPS:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"turbogelu::{name}", "MPS"), name
 
@@ -669,6 +672,7 @@ def test_family_programs_chosen(fake_mps, tier):
     default = {
         fn: doc["default_backward"] for (fn, t), doc in codegen.load_family().items() if t == tier
     }
+    default["exp2"] = codegen.load_exp2()[tier]["default_backward"]
     want = []
     for op in KINDS:
         want.append((op, tier, "forward", "float", 10, None))

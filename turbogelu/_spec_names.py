@@ -31,10 +31,12 @@ FAMILY_OPS = (
     ("silu", "silu", "Plain"),
     ("softcap", "tanh", "Scaled"),
     ("swiglu", "silu", "Gated"),
+    ("exp2", "exp2", "Plain"),
 )
+# exp2 (data/specs/exp2/, turbogelu.approx.exp2_programs) is a Plain op of its own programs.
 # The family's Metal programs, (function, tier, part) in the order of their index
 # (kernels/mps/family_kernels.metal's tables; mps.py passes the derivative's index to the
 # backward kernels): the accurate tier's first, then the paper tier's.
 FAMILY_METAL_PROGRAMS = tuple(
     (fn, tier, part) for tier in FAMILY_TIERS for fn in FAMILY_FUNCTIONS for part in PARTS
-)
+) + tuple(("exp2", tier, part) for tier in FAMILY_TIERS for part in PARTS)  # exp2's, last

@@ -26,6 +26,8 @@ programs, data/specs/<function>/paper.json: fewer operations, errors of a few 1e
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
@@ -37,7 +39,7 @@ from ._checks import check_tier as _check_tier
 
 _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
-FUNCTIONS = (*UNARY, "softcap", "swiglu")
+FUNCTIONS = (*UNARY, "softcap", "swiglu", "exp2")  # exp2: a Plain op with programs of its own
 BACKWARDS = ("default", "direct", "matched")
 # "accurate" (the default: the tier's bounds, data/specs/<function>/accurate.json) or "paper"
 # (the source paper's Table 2 programs, with their own measured errors; paper.json).
@@ -86,7 +88,7 @@ def _register_unary_fakes(name: str) -> None:
         _check_like(out, x, name, "out", "x")
 
 
-for _name in UNARY:
+for _name in (*UNARY, "exp2"):
     _register_unary_fakes(_name)
 
 
@@ -200,9 +202,14 @@ FROM_OUTPUT = {
 }
 
 
-def _register_unary_autograd(name: str) -> None:
+def exp2_from_output(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """exp2's autograd default, from the saved result as sigmoid's and tanh's: d/dx 2^x =
+    ln 2 * 2^x, two multiplies in the dtype (no recomputation from x)."""
+    return grad * y * math.log(2.0)
+
+
+def _register_unary_autograd(name: str, from_output=None) -> None:
     backward_op = getattr(_ops, f"{name}_backward")
-    from_output = FROM_OUTPUT.get(name)
 
     def setup(ctx, inputs, keyword_only_inputs, output):
         ctx.backward = keyword_only_inputs.get("backward", "default")
@@ -223,7 +230,8 @@ def _register_unary_autograd(name: str) -> None:
 
 
 for _name in UNARY:
-    _register_unary_autograd(_name)
+    _register_unary_autograd(_name, FROM_OUTPUT.get(_name))
+_register_unary_autograd("exp2", exp2_from_output)
 
 
 def _softcap_setup(ctx, inputs, keyword_only_inputs, output):
@@ -260,6 +268,58 @@ def _swiglu_backward(ctx, grad):
 torch.library.register_autograd("turbogelu::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
 torch.library.register_autograd(
     "turbogelu::swiglu_backward", _not_differentiable("swiglu"), setup_context=_no_context
+)
+
+
+# ---------------------------------------------------------------- softmax (CPU)
+# softmax(x, dim, *, tier) by exp2 (kernels/cpu/family_ops.cpp's softmax_cpu): CPU only; the
+# result is contiguous. Its backward is (grad - sum(grad * y)) * y on the saved result, in
+# PyTorch's ops.
+
+
+def _check_softmax(x, dim, tier) -> None:
+    _check_tier("softmax", tier)
+    _gelu_ops._check_dtype(x, "softmax")
+    if x.dtype == torch.float64:
+        raise TypeError(
+            "turbogelu.softmax: float64 is not supported (the exp2 program is float32's; "
+            "use torch.softmax)"
+        )
+    if x.dim() == 0:
+        raise RuntimeError("turbogelu.softmax: x must have at least one dimension")
+    if not -x.dim() <= dim < x.dim():
+        raise IndexError(f"turbogelu.softmax: dim {dim} is out of range for {x.dim()} dimensions")
+
+
+@torch.library.register_fake("turbogelu::softmax")
+def _softmax_fake(x, dim=-1, *, tier="accurate"):
+    _check_softmax(x, dim, tier)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _softmax_elsewhere(x, dim=-1, *, tier="accurate"):
+    raise NotImplementedError(
+        f"turbogelu.softmax: only the CPU has a kernel (x is on {x.device.type}); "
+        "use torch.softmax there"
+    )
+
+
+for _key in ("CUDA", "MPS"):
+    torch.library.impl("turbogelu::softmax", _key, _softmax_elsewhere)
+
+
+def _softmax_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.dim = inputs[1] if len(inputs) > 1 else -1
+    ctx.save_for_backward(output)
+
+
+def _softmax_backward(ctx, grad):
+    (y,) = ctx.saved_tensors
+    return (grad - (grad * y).sum(ctx.dim, keepdim=True)) * y, None
+
+
+torch.library.register_autograd(
+    "turbogelu::softmax", _softmax_backward, setup_context=_softmax_setup
 )
 
 
@@ -323,6 +383,28 @@ def swiglu(
     return _ops.swiglu(a, b, backward=backward, tier=tier)
 
 
+def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
+    """2^x, a drop-in for ``torch.exp2``: range reduction x = n + f, a polynomial for 2^f and
+    2^n in the exponent bits, rounded once (turbogelu/approx/exp2_programs.py). ``tier=
+    "accurate"``: float32 within 1 ulp of the correctly rounded value on every input measured
+    (the tier's bound is 2 ulp; data/specs/exp2/accurate.json), subnormal results and overflow
+    to inf as the correctly rounded 2^x; ``"paper"``: the source paper's D2 fraction (max
+    relative error ~2.7e-3). IEEE: NaN -> NaN, -inf -> +0, +inf -> inf, +-0 -> 1. The default
+    gradient is ``grad * y * ln 2`` on the saved result y; ``backward="direct"`` or
+    ``"matched"`` recompute it from x (the matched one is the program's own derivative)."""
+    _tensor(x, "exp2")
+    return _ops.exp2(x, backward=backward, tier=tier)
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, tier: str = "accurate") -> torch.Tensor:
+    """Softmax along ``dim`` by this package's exp2 (CPU; float32, float16, bfloat16, computed
+    in float32): the row's max subtracted, t = (x - max) * log2(e), exp2(t) in the ``tier``
+    asked for and summed in float32, then scaled by 1 / sum. A contiguous result; a NaN makes
+    its row NaN (as torch.softmax). Autograd: (grad - sum(grad * y)) * y from the result."""
+    _tensor(x, "softmax")
+    return _ops.softmax(x, dim, tier=tier)
+
+
 def _inplace(name: str):
     op = getattr(_ops, f"{name}_")
 
@@ -339,6 +421,7 @@ def _inplace(name: str):
 sigmoid_ = _inplace("sigmoid")
 tanh_ = _inplace("tanh")
 silu_ = _inplace("silu")
+exp2_ = _inplace("exp2")
 
 
 def softcap_(x: torch.Tensor, cap: float, tier: str = "accurate") -> torch.Tensor:

@@ -31,7 +31,7 @@ TORCH_LIBRARY(turbogelu, m) {
   // fit of f') or "matched" (the derivative of the forward program); `tier` the programs:
   // "accurate" (the default) or "paper" (the source paper's Table 2 programs). Backward ops
   // take x (not the forward's result) and recompute the derivative from it.
-  for (const char* f : {"sigmoid", "tanh", "silu"}) {
+  for (const char* f : {"sigmoid", "tanh", "silu", "exp2"}) {
     const std::string n(f);
     m.def((n + "(Tensor x, *, str backward=\"default\", str tier=\"accurate\") -> Tensor").c_str());
     m.def((n + ".out(Tensor x, *, str tier=\"accurate\", Tensor(a!) out) -> ()").c_str());
@@ -64,4 +64,7 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def(
       "swiglu_backward.out(Tensor grad, Tensor a, Tensor b, str backward=\"default\", "
       "str tier=\"accurate\", *, Tensor(a!) grad_a, Tensor(b!) grad_b) -> ()");
+  // softmax along dim by exp2 (CPU only; kernels/cpu/family_ops.cpp): float32, float16,
+  // bfloat16, computed in float32.
+  m.def("softmax(Tensor x, int dim=-1, *, str tier=\"accurate\") -> Tensor");
 }

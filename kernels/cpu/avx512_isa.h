@@ -27,6 +27,14 @@ TG_INLINE V16 tg_tail_select(__mmask16 m, V16 x, V16 other) {
 }
 TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
 TG_INLINE V16 tg_abs(V16 x) { return {_mm512_abs_ps(x.v)}; }
+// exp2's 2^floor(n/2), 2^ceil(n/2) from k's bits (family_eval.h's pow2_split_bits).
+TG_INLINE Pow2<V16> tg_pow2_split(V16 k) {
+  const __m512i i = _mm512_castps_si512(k.v), h = _mm512_srli_epi32(i, 1);
+  const __m512i bias = _mm512_set1_epi32(127 << 23);
+  return {
+      {_mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(h, 23), bias))},
+      {_mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(_mm512_sub_epi32(i, h), 23), bias))}};
+}
 // The cells kernel: max/min with the bound first return x itself when x is NaN; the lookup
 // is one two-table permute, which reads only the low five bits of each index.
 TG_INLINE V16 tg_clamp_below(V16 x, V16 lo) { return {_mm512_max_ps(lo.v, x.v)}; }

@@ -7,6 +7,9 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "dispatch.h"
 #include "turbogelu/family_library.h"
 
@@ -81,6 +84,52 @@ struct CpuFamilyBackend {
 };
 using T = at::Tensor;
 using S = c10::string_view;
+
+// ---------------------------------------------------------------- softmax by exp2
+// Row-wise along dim, in float32: m = the row's max, t = fl(fl(x - m) log2(e)), e = exp2(t)
+// by this instruction set's exp2 kernel (the op's, in the tier asked for) in place in the
+// row, s = the float32 sum of e in order, y = e * fl(1/s). A NaN in a row makes the whole
+// row NaN, as torch.softmax's. float64 is refused: the program is float32's.
+constexpr float kLog2e = 0x1.715476p+0f;  // log2(e) rounded to float32
+
+at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
+  cpu::check_on_cpu(x, "softmax", "x");
+  ops::check_dtype(x, "softmax");
+  TORCH_CHECK_TYPE(x.scalar_type() != at::kDouble,
+                   "turbogelu.softmax: float64 is not supported (the exp2 program is float32's; "
+                   "use torch.softmax)");
+  TORCH_CHECK_VALUE(tier_name == "accurate" || tier_name == "paper",
+                    "turbogelu.softmax: tier must be 'accurate' or 'paper', got '", tier_name, "'");
+  TORCH_CHECK(x.dim() > 0, "turbogelu.softmax: x must have at least one dimension");
+  Tier tier;
+  const FamilyCall c = ops::family_call(kFamily_exp2, tier_name, "default", 1.0, &tier);
+  const int64_t d = at::maybe_wrap_dim(dim, x.dim());
+  const T xf = x.movedim(d, -1).to(at::kFloat).contiguous();
+  T yf = at::empty_like(xf);
+  const int64_t cols = xf.size(-1), rows = cols == 0 ? 0 : xf.numel() / cols;
+  const auto exp2 =
+      pick(kFamily_exp2, tier, cpu::kF32, [](const cpu::FamilyKernels& k) { return k.unary; });
+  const float* xp = xf.const_data_ptr<float>();
+  float* yp = yf.data_ptr<float>();
+  at::parallel_for(0, rows,
+                   std::max<int64_t>(1, cpu::parallel_grain() / std::max<int64_t>(cols, 1)),
+                   [&](int64_t lo, int64_t hi) {
+                     for (int64_t r = lo; r < hi; ++r) {
+                       const float* xr = xp + r * cols;
+                       float* yr = yp + r * cols;
+                       float m = -INFINITY;
+                       for (int64_t j = 0; j < cols; ++j)
+                         m = std::isnan(xr[j]) ? xr[j] : (xr[j] > m ? xr[j] : m);
+                       for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * kLog2e;
+                       exp2(yr, yr, cols, c, false);
+                       float s = 0.0f;
+                       for (int64_t j = 0; j < cols; ++j) s += yr[j];
+                       const float inv = 1.0f / s;
+                       for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
+                     }
+                   });
+  return yf.to(x.scalar_type()).movedim(-1, d).contiguous();
+}
 
 // ---------------------------------------------------------------- autograd guards
 // As GELU's (gelu_ops.cpp): the mutating forms have no derivative; refuse when a gradient
@@ -162,7 +211,10 @@ void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, S tier, co
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(turbogelu, CPU, m) { ops::impl_family_ops<CpuFamilyBackend>(m); }
+TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
+  ops::impl_family_ops<CpuFamilyBackend>(m);
+  m.impl("softmax", &softmax_cpu);
+}
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
 #define TG_UNARY(op)                                \
@@ -172,6 +224,7 @@ TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
   TG_UNARY(sigmoid)
   TG_UNARY(tanh)
   TG_UNARY(silu)
+  TG_UNARY(exp2)
 #undef TG_UNARY
   m.impl("softcap.out", &softcap_out_ag);
   m.impl("softcap_", &softcap_inplace_ag);

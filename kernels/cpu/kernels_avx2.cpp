@@ -46,6 +46,14 @@ TG_INLINE V8 tg_tail_select(M8 m, V8 x, V8 other) {
 }
 TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
 TG_INLINE V8 tg_abs(V8 x) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x.v)}; }
+// exp2's 2^floor(n/2), 2^ceil(n/2) from k's bits (family_eval.h's pow2_split_bits).
+TG_INLINE Pow2<V8> tg_pow2_split(V8 k) {
+  const __m256i i = _mm256_castps_si256(k.v), h = _mm256_srli_epi32(i, 1);
+  const __m256i bias = _mm256_set1_epi32(127 << 23);
+  return {
+      {_mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(h, 23), bias))},
+      {_mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_sub_epi32(i, h), 23), bias))}};
+}
 // The cells kernel: max/min with the bound first return x itself when x is NaN.
 TG_INLINE V8 tg_clamp_below(V8 x, V8 lo) { return {_mm256_max_ps(lo.v, x.v)}; }
 TG_INLINE V8 tg_clamp_above(V8 x, V8 hi) { return {_mm256_min_ps(hi.v, x.v)}; }

@@ -1,7 +1,7 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
 // data/specs/<function>/<tier>.json (turbogelu/approx/codegen.py).
 //
-// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu) in both
+// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu, exp2) in both
 // tiers (accurate, paper): the evaluation of family_eval.h with the programs of
 // family_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
 // coefficient, clamp and scale is the exact decimal expansion of its float32 value (hex beside
@@ -25,11 +25,13 @@
 //   9-11: sigmoid paper
 //   12-14: tanh paper
 //   15-17: silu paper
+//   18-20: exp2 accurate
+//   21-23: exp2 paper
 // Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
 // pair per kind of op instantiated for each op, tier and storage type.
 // The default backward (read by turbogelu/mps.py), per tier and function:
-// default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct
-// default_backward (paper): sigmoid=direct, tanh=matched, silu=matched
+// default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct, exp2=direct
+// default_backward (paper): sigmoid=direct, tanh=matched, silu=matched, exp2=direct
 // float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
 // float64 on Apple GPUs.
 #include <metal_stdlib>
@@ -43,7 +45,7 @@ using namespace metal;
 #endif
 
 #define TG_FAMILY_N 14  // coefficients per row (the highest degree + 1)
-#define TG_FAMILY_PROGRAMS 18
+#define TG_FAMILY_PROGRAMS 24
 
 constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     10.44999980926513671875f,  // 0: sigmoid accurate forward: 0x1.4e6666p+3
@@ -64,6 +66,12 @@ constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     5.30000019073486328125f,  // 15: silu paper forward: 0x1.533334p+2
     5.30000019073486328125f,  // 16: silu paper backward_direct: 0x1.533334p+2
     5.30000019073486328125f,  // 17: silu paper backward_matched: 0x1.533334p+2
+    0.0f,  // 18: exp2 accurate forward: 0x0p+0
+    0.0f,  // 19: exp2 accurate backward_direct: 0x0p+0
+    0.0f,  // 20: exp2 accurate backward_matched: 0x0p+0
+    0.0f,  // 21: exp2 paper forward: 0x0p+0
+    0.0f,  // 22: exp2 paper backward_direct: 0x0p+0
+    0.0f,  // 23: exp2 paper backward_matched: 0x0p+0
 };
 constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.1913875639438629150390625f,  // 0: 0x1.87f634p-3
@@ -84,6 +92,12 @@ constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.06982421875f,  // 15: 0x1.1ep-4
     0.06982421875f,  // 16: 0x1.1ep-4
     0.06982421875f,  // 17: 0x1.1ep-4
+    0.0f,  // 18: 0x0p+0
+    0.0f,  // 19: 0x0p+0
+    0.0f,  // 20: 0x0p+0
+    0.0f,  // 21: 0x0p+0
+    0.0f,  // 22: 0x0p+0
+    0.0f,  // 23: 0x0p+0
 };
 // The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: unused,
 // -0.0 and x itself).
@@ -106,6 +120,12 @@ constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     -0.0f,  // 15
     0.0f,  // 16
     0.0f,  // 17
+    0.0f,  // 18
+    0.0f,  // 19
+    0.0f,  // 20
+    0.0f,  // 21
+    0.0f,  // 22
+    0.0f,  // 23
 };
 constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     1.0f,  // 0
@@ -126,6 +146,12 @@ constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 15
     1.0f,  // 16
     1.0f,  // 17
+    0.0f,  // 18
+    0.0f,  // 19
+    0.0f,  // 20
+    0.0f,  // 21
+    0.0f,  // 22
+    0.0f,  // 23
 };
 constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
     {  // 0: sigmoid accurate forward: HalfPlusOdd, degree 11
@@ -416,6 +442,102 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
+    {  // 18: exp2 accurate forward: Exp2Nearest, degree 5
+        1.0f,  // c[0] = 0x1p+0
+        0.69314706325531005859375f,  // c[1] = 0x1.62e42cp-1
+        0.24022231996059417724609375f,  // c[2] = 0x1.ebf9aep-3
+        0.055506668984889984130859375f,  // c[3] = 0x1.c6b5ecp-5
+        0.009672117419540882110595703125f,  // c[4] = 0x1.3cef9ap-7
+        0.001327729201875627040863037109375f,  // c[5] = 0x1.5c0e66p-10
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 19: exp2 accurate backward_direct: Exp2Nearest, degree 5
+        0.693147182464599609375f,  // c[0] = 0x1.62e43p-1
+        0.4804529249668121337890625f,  // c[1] = 0x1.ebfbdap-2
+        0.1665094196796417236328125f,  // c[2] = 0x1.5502e4p-3
+        0.0384742915630340576171875f,  // c[3] = 0x1.3b2e7p-5
+        0.006704200990498065948486328125f,  // c[4] = 0x1.b75dd4p-8
+        0.00092031178064644336700439453125f,  // c[5] = 0x1.e28228p-11
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 20: exp2 accurate backward_matched: Exp2Nearest, degree 4
+        0.69314706325531005859375f,  // c[0] = 0x1.62e42cp-1
+        0.4804446399211883544921875f,  // c[1] = 0x1.ebf9aep-2
+        0.16651999950408935546875f,  // c[2] = 0x1.55087p-3
+        0.0386884696781635284423828125f,  // c[3] = 0x1.3cef9ap-5
+        0.00663864612579345703125f,  // c[4] = 0x1.b312p-8
+        0.0f,  // c[5]: leading zero (the pair's degree 5)
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 21: exp2 paper forward: Exp2Floor, degree 2
+        1.0f,  // c[0] = 0x1p+0
+        0.660233974456787109375f,  // c[1] = 0x1.520a3p-1
+        0.339766025543212890625f,  // c[2] = 0x1.5bebap-2
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 22: exp2 paper backward_direct: Exp2Floor, degree 2
+        0.693147182464599609375f,  // c[0] = 0x1.62e43p-1
+        0.4576393067836761474609375f,  // c[1] = 0x1.d49f66p-2
+        0.23550786077976226806640625f,  // c[2] = 0x1.e251f2p-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 23: exp2 paper backward_matched: Exp2Floor, degree 1
+        0.660233974456787109375f,  // c[0] = 0x1.520a3p-1
+        0.67953205108642578125f,  // c[1] = 0x1.5bebap-1
+        0.0f,  // c[2]: leading zero (the pair's degree 2)
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
 };
 
 // The ops (family.h's TG_FAMILY_OPS) in each tier: X(op, tier, kind, forward program,
@@ -431,7 +553,9 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
   X(softcap, accurate, SCALED, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
   X(softcap, paper, SCALED, 12, TG_ODD, 4, false, TG_EVEN, 4, false) \
   X(swiglu, accurate, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
-  X(swiglu, paper, GATED, 15, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true)
+  X(swiglu, paper, GATED, 15, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
+  X(exp2, accurate, PLAIN, 18, TG_EXP2_NEAREST, 6, false, TG_EXP2_NEAREST, 6, false) \
+  X(exp2, paper, PLAIN, 21, TG_EXP2_FLOOR, 3, false, TG_EXP2_FLOOR, 3, false)
 
 // family_eval.h's Form of a program.
 enum tg_form {
@@ -439,8 +563,32 @@ enum tg_form {
   TG_ODD = 1,
   TG_X_HALF_PLUS_EVEN = 2,
   TG_X_HALF_PLUS = 3,
-  TG_EVEN = 4
+  TG_EVEN = 4,
+  TG_EXP2_NEAREST = 5,
+  TG_EXP2_FLOOR = 6
 };
+
+// exp2 (family_eval.h's exp2_eval, float32): x clamped to [-151, 129] by compares (NaN
+// passes), rint by the magic-number addition (Exp2Floor: of x - 1/2), f = x - n exactly,
+// P(f) by Horner, and 2^n as two normal factors from k's bits, so that only the last multiply
+// rounds (subnormal and infinite results included).
+template <int F, int N>
+inline float tg_exp2_eval(float x, int p) {
+  float xc = x < -151.0f ? -151.0f : x;
+  xc = xc > 129.0f ? 129.0f : xc;
+  const float t = F == TG_EXP2_FLOOR ? xc - 0.5f : xc;
+  const float k = t + 12582912.0f;  // 1.5 * 2^23
+  const float n = k - 12582912.0f;
+  const float f = fma(n, -1.0f, xc);
+  float q = TG_FAMILY_COEFFS[p][N - 1];
+  for (int j = N - 2; j >= 0; --j) q = fma(q, f, TG_FAMILY_COEFFS[p][j]);
+  const uint i = as_type<uint>(k);
+  const uint h = i >> 1;
+  const float lo = as_type<float>((h << 23) + (127u << 23));
+  const float hi = as_type<float>(((i - h) << 23) + (127u << 23));
+  const float m = q * lo;  // exact
+  return m * hi;
+}
 
 // f(x) by program p, of form F with N coefficients, its variable made from x^2 where Y
 // (family_eval.h's family_eval).
@@ -454,6 +602,7 @@ enum tg_form {
 // every such program, and runs these kernels compiled with contraction).
 template <int F, int N, bool Y>
 inline float tg_family_eval(float x, int p) {
+  if (F == TG_EXP2_NEAREST || F == TG_EXP2_FLOOR) return tg_exp2_eval<F, N>(x, p);
   const float u = fabs(x);
   float v = u;
   if (Y) v = u * u;  // rounded to float before the fma

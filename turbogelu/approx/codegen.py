@@ -356,9 +356,9 @@ def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     specs, family = load_specs(spec_dir), load_family(spec_dir)
     return {
         HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
-        FAMILY_HEADER: render_family(family),
+        FAMILY_HEADER: render_family(family, load_exp2(spec_dir)),
         METAL: render_metal(specs),
-        FAMILY_METAL: render_family_metal(family),
+        FAMILY_METAL: render_family_metal(family, load_exp2(spec_dir)),
     }
 
 
@@ -445,12 +445,54 @@ def family_shape(fn: str, tier: str, doc: dict) -> tuple[str, int, bool, str, in
     return ff, fwd.degree, fy, bf, max(direct.degree, matched.degree), by
 
 
-def render_family(docs: dict[tuple[str, str], dict]) -> str:
+def load_exp2(spec_dir: Path | None = None) -> dict[str, dict]:
+    """exp2's specs by tier (data/specs/exp2/<tier>.json; ``spec_dir/exp2/`` when it exists)."""
+    from . import exp2_programs
+
+    root = Path(spec_dir) / "exp2" if spec_dir is not None else None
+    root = root if root is not None and root.is_dir() else None
+    return {tier: exp2_programs.load(tier, root) for tier in exp2_programs.TIERS}
+
+
+def exp2_shape(doc: dict) -> tuple[str, int, bool, str, int, bool]:
+    """exp2's kernel shape in one tier, as family_shape's: its form both ways, the derivatives
+    at the larger of their degrees."""
+    bdeg = max(doc[p]["degree"] for p in ("backward_direct", "backward_matched"))
+    return doc["form"], doc["forward"]["degree"], False, doc["form"], bdeg, False
+
+
+def _exp2_lines(tier: str, doc: dict) -> tuple[list[str], str]:
+    """exp2's programs in one tier (family_eval.h's Exp2 forms read degree and c only; the
+    derivatives run at the larger of their degrees, padded as _family_program does) and its
+    TG_FAMILY_SHAPES entry."""
+    form, fdeg, _, _, bdeg, _ = exp2_shape(doc)
+    lines = ["", f"// exp2, {tier} tier: {doc['generated_by']}"]
+    for part in specmod.PARTS:
+        deg = fdeg if part == "forward" else bdeg
+        c = doc[part]["coefficients"] + ["0x0p+0"] * (deg - doc[part]["degree"])
+        err = doc[part]["errors"]["float32"]["max_ulp"]
+        lines += [
+            f"// {doc[part]['fit']}; float32 replay: max {err} ulp",
+            f"inline constexpr FamilyProgram exp2_{tier}_{part} = {{",
+            f"    {deg}, 0.0f, 0.0f, 0.0f, 0.0f,",
+            f"    {{{', '.join(_lit(h) for h in c)}}}}};",
+        ]
+    default = "true" if doc["default_backward"] == "direct" else "false"
+    lines += [f"inline constexpr bool exp2_{tier}_default_backward_is_direct = {default};"]
+    return lines, f"  X(exp2, {tier}, {form}, {fdeg}, false, {form}, {bdeg}, false)"
+
+
+def render_family(docs: dict[tuple[str, str], dict], exp2_docs: dict | None = None) -> str:
+    """family_coeffs.h from the family's specs and exp2's (``load_exp2``; the committed
+    ones when None)."""
     from .polyspec import PolySpec
+
+    exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
 
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
-        "// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs).",
+        "// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs) and",
+        "// data/specs/exp2/<tier>.json (python -m turbogelu.approx.exp2_programs).",
         "//",
         "// The activation family's programs in the shape of family_eval.h, each tier's, and",
         "// TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,",
@@ -476,6 +518,10 @@ def render_family(docs: dict[tuple[str, str], dict]) -> str:
         shapes.append(
             f"  X({fn}, {tier}, {ff}, {fdeg}, {str(fy).lower()}, {bf}, {bdeg}, {str(by).lower()})"
         )
+    for tier, doc in exp2_docs.items():
+        more, shape = _exp2_lines(tier, doc)
+        lines += more
+        shapes.append(shape)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
     return "\n".join(lines)
@@ -493,7 +539,8 @@ FAMILY_TIERS = _spec_names.FAMILY_TIERS
 # family_eval.h's Form as the Metal source names it.
 _METAL_FORMS = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
                 "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
-                "Even": "TG_EVEN"}  # fmt: skip
+                "Even": "TG_EVEN", "Exp2Nearest": "TG_EXP2_NEAREST",
+                "Exp2Floor": "TG_EXP2_FLOOR"}  # fmt: skip
 
 
 def family_shapes(
@@ -508,29 +555,47 @@ def family_shapes(
     return shapes
 
 
-def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
-    """The Metal source from ``load_family``'s specs: every tier's programs in one set of
-    tables, one kernel pair per (op, tier) and storage type."""
+class _Exp2Part:
+    """One exp2 program in the Metal tables' terms (its form reads only the coefficients)."""
+
+    def __init__(self, doc: dict, part: str):
+        self.form, self.degree = doc["form"], doc[part]["degree"]
+        self.coefficients = [float.fromhex(h) for h in doc[part]["coefficients"]]
+        self.clamp = self.scale = 0.0
+        self.asymptotes = ("0.0f", "0.0f")
+
+
+def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | None = None) -> str:
+    """The Metal source from ``load_family``'s specs and exp2's (``load_exp2``; the committed
+    ones when None): every tier's programs in one set of tables, one kernel pair per (op,
+    tier) and storage type."""
     from .polyspec import PolySpec
 
+    exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
     want = [(fn, tier) for tier in FAMILY_TIERS for fn in _spec_names.FAMILY_FUNCTIONS]
     if sorted(family) != sorted(want):
         raise ValueError(f"family specs for {sorted(family)}, expected {sorted(want)}")
     shapes = family_shapes(family)
-    programs = [
-        PolySpec.from_dict(family[(fn, tier)][part]) for fn, tier, part in FAMILY_METAL_PROGRAMS
-    ]
+    shapes.update({("exp2", tier): exp2_shape(doc) for tier, doc in exp2_docs.items()})
+
+    def program(fn, tier, part):
+        if fn == "exp2":
+            return _Exp2Part(exp2_docs[tier], part)
+        return PolySpec.from_dict(family[(fn, tier)][part])
+
+    programs = [program(*key) for key in FAMILY_METAL_PROGRAMS]
     n = 1 + max(ps.degree for ps in programs)
     clamps, scales, below, above, rows = [], [], [], [], []
     for i, ((fn, tier, part), ps) in enumerate(zip(FAMILY_METAL_PROGRAMS, programs, strict=True)):
-        lo, hi = _ASYMPTOTES[ps.tgt.asymptote_kind]
+        is_exp2 = isinstance(ps, _Exp2Part)
+        lo, hi = ps.asymptotes if is_exp2 else _ASYMPTOTES[ps.tgt.asymptote_kind]
         clamp, scale = specmod.f32_hex(ps.clamp), specmod.f32_hex(ps.scale)
         name = f"{fn} {tier} {part}"
         clamps.append(f"    {_metal_lit(clamp)},  // {i}: {name}: {clamp}")
         scales.append(f"    {_metal_lit(scale)},  // {i}: {scale}")
         below.append(f"    {lo},  // {i}")
         above.append(f"    {hi},  // {i}")
-        form, in_y = family_form(ps)
+        form, in_y = (ps.form, False) if is_exp2 else family_form(ps)
         ff, fdeg, _, _, bdeg, _ = shapes[(fn, tier)]
         shape_degree = fdeg if part == "forward" else bdeg
         variable = ", in x^2" if in_y else ""
@@ -554,6 +619,7 @@ def render_family_metal(family: dict[tuple[str, str], dict]) -> str:
     defaults = [
         f"// default_backward ({tier}): "
         + ", ".join(f"{fn}={family[(fn, tier)]['default_backward']}" for fn, t in want if t == tier)
+        + f", exp2={exp2_docs[tier]['default_backward']}"
         for tier in FAMILY_TIERS
     ]
     head = (
@@ -606,7 +672,7 @@ _FAMILY_METAL_HEAD = """\
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
 // data/specs/<function>/<tier>.json (turbogelu/approx/codegen.py).
 //
-// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu) in both
+// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu, exp2) in both
 // tiers (accurate, paper): the evaluation of family_eval.h with the programs of
 // family_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
 // coefficient, clamp and scale is the exact decimal expansion of its float32 value (hex beside
@@ -640,8 +706,32 @@ enum tg_form {
   TG_ODD = 1,
   TG_X_HALF_PLUS_EVEN = 2,
   TG_X_HALF_PLUS = 3,
-  TG_EVEN = 4
+  TG_EVEN = 4,
+  TG_EXP2_NEAREST = 5,
+  TG_EXP2_FLOOR = 6
 };
+
+// exp2 (family_eval.h's exp2_eval, float32): x clamped to [-151, 129] by compares (NaN
+// passes), rint by the magic-number addition (Exp2Floor: of x - 1/2), f = x - n exactly,
+// P(f) by Horner, and 2^n as two normal factors from k's bits, so that only the last multiply
+// rounds (subnormal and infinite results included).
+template <int F, int N>
+inline float tg_exp2_eval(float x, int p) {
+  float xc = x < -151.0f ? -151.0f : x;
+  xc = xc > 129.0f ? 129.0f : xc;
+  const float t = F == TG_EXP2_FLOOR ? xc - 0.5f : xc;
+  const float k = t + 12582912.0f;  // 1.5 * 2^23
+  const float n = k - 12582912.0f;
+  const float f = fma(n, -1.0f, xc);
+  float q = TG_FAMILY_COEFFS[p][N - 1];
+  for (int j = N - 2; j >= 0; --j) q = fma(q, f, TG_FAMILY_COEFFS[p][j]);
+  const uint i = as_type<uint>(k);
+  const uint h = i >> 1;
+  const float lo = as_type<float>((h << 23) + (127u << 23));
+  const float hi = as_type<float>(((i - h) << 23) + (127u << 23));
+  const float m = q * lo;  // exact
+  return m * hi;
+}
 
 // f(x) by program p, of form F with N coefficients, its variable made from x^2 where Y
 // (family_eval.h's family_eval).
@@ -655,6 +745,7 @@ enum tg_form {
 // every such program, and runs these kernels compiled with contraction).
 template <int F, int N, bool Y>
 inline float tg_family_eval(float x, int p) {
+  if (F == TG_EXP2_NEAREST || F == TG_EXP2_FLOOR) return tg_exp2_eval<F, N>(x, p);
   const float u = fabs(x);
   float v = u;
   if (Y) v = u * u;  // rounded to float before the fma
@@ -805,4 +896,4 @@ _FAMILY_METAL_BODY = _FAMILY_METAL_MATH + _METAL_TYPES + _FAMILY_METAL_KERNELS
 
 
 def generate_family_metal(spec_dir: Path | None = None) -> str:
-    return render_family_metal(load_family(spec_dir))
+    return render_family_metal(load_family(spec_dir), load_exp2(spec_dir))

@@ -7,7 +7,7 @@
 #include "turbogelu/family_coeffs.h"
 
 // X(op, function whose programs it runs, kind):
-//   Plain   f(x);               backward grad * f'(x)
+//   Plain   f(x);               backward grad * f'(x)   (exp2: 2^x, family_eval.h's exp2_eval)
 //   Scaled  cap * f(x / cap);   backward grad * f'(x / cap)
 //   Gated   f(a) * b;           backward (grad * b * f'(a), grad * f(a)) in one pass
 #define TG_FAMILY_OPS(X)     \
@@ -15,7 +15,8 @@
   X(tanh, tanh, Plain)       \
   X(silu, silu, Plain)       \
   X(softcap, tanh, Scaled)   \
-  X(swiglu, silu, Gated)
+  X(swiglu, silu, Gated)     \
+  X(exp2, exp2, Plain)
 
 namespace turbogelu {
 

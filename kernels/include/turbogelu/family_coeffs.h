@@ -1,5 +1,6 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs).
+// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs) and
+// data/specs/exp2/<tier>.json (python -m turbogelu.approx.exp2_programs).
 //
 // The activation family's programs in the shape of family_eval.h, each tier's, and
 // TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,
@@ -102,6 +103,36 @@ inline constexpr FamilyProgram silu_paper_backward_matched = {
     {0x1.1ep-3f, -0x1.0d3ep-3f, 0x1.1ce2p-3f}};
 inline constexpr bool silu_paper_default_backward_is_direct = false;
 
+// exp2, accurate tier: python -m turbogelu.approx.exp2_programs
+// relative minimax of 2^f on [-1/2, 1/2] with p(0) = 1 (family_tails.exp2_coefficients(5)), float32 coefficients; float32 replay: max 2 ulp
+inline constexpr FamilyProgram exp2_accurate_forward = {
+    5, 0.0f, 0.0f, 0.0f, 0.0f,
+    {0x1p+0f, 0x1.62e42cp-1f, 0x1.ebf9aep-3f, 0x1.c6b5ecp-5f, 0x1.3cef9ap-7f, 0x1.5c0e66p-10f}};
+// ln 2 times the forward's coefficients, float32; float32 replay: max 2 ulp
+inline constexpr FamilyProgram exp2_accurate_backward_direct = {
+    5, 0.0f, 0.0f, 0.0f, 0.0f,
+    {0x1.62e43p-1f, 0x1.ebfbdap-2f, 0x1.5502e4p-3f, 0x1.3b2e7p-5f, 0x1.b75dd4p-8f, 0x1.e28228p-11f}};
+// the forward program's derivative P'(f) 2^n; float32 replay: max 152 ulp
+inline constexpr FamilyProgram exp2_accurate_backward_matched = {
+    5, 0.0f, 0.0f, 0.0f, 0.0f,
+    {0x1.62e42cp-1f, 0x1.ebf9aep-2f, 0x1.55087p-3f, 0x1.3cef9ap-5f, 0x1.b312p-8f, 0x0p+0f}};
+inline constexpr bool exp2_accurate_default_backward_is_direct = true;
+
+// exp2, paper tier: python -m turbogelu.approx.exp2_programs --tier paper
+// the paper's D2 (Table 8, sampled minimax of the relative error): 1 + f + a f (f - 1) on [0, 1], a on the 2^-24 grid, both endpoints exact in float32; float32 replay: max 38297 ulp
+inline constexpr FamilyProgram exp2_paper_forward = {
+    2, 0.0f, 0.0f, 0.0f, 0.0f,
+    {0x1p+0f, 0x1.520a3p-1f, 0x1.5bebap-2f}};
+// ln 2 times the forward's coefficients, float32; float32 replay: max 35597 ulp
+inline constexpr FamilyProgram exp2_paper_backward_direct = {
+    2, 0.0f, 0.0f, 0.0f, 0.0f,
+    {0x1.62e43p-1f, 0x1.d49f66p-2f, 0x1.e251f2p-3f}};
+// the forward program's derivative P'(f) 2^n; float32 replay: max 552192 ulp
+inline constexpr FamilyProgram exp2_paper_backward_matched = {
+    2, 0.0f, 0.0f, 0.0f, 0.0f,
+    {0x1.520a3p-1f, 0x1.5bebap-1f, 0x0p+0f}};
+inline constexpr bool exp2_paper_default_backward_is_direct = true;
+
 }  // namespace coeffs
 }  // namespace turbogelu
 
@@ -111,4 +142,6 @@ inline constexpr bool silu_paper_default_backward_is_direct = false;
   X(tanh, accurate, Odd, 12, false, Even, 12, false) \
   X(tanh, paper, Odd, 3, false, Even, 3, false) \
   X(silu, accurate, XHalfPlusEven, 13, false, HalfPlusOdd, 13, false) \
-  X(silu, paper, XHalfPlus, 3, true, HalfPlusOdd, 2, true)
+  X(silu, paper, XHalfPlus, 3, true, HalfPlusOdd, 2, true) \
+  X(exp2, accurate, Exp2Nearest, 5, false, Exp2Nearest, 5, false) \
+  X(exp2, paper, Exp2Floor, 2, false, Exp2Floor, 2, false)

@@ -25,9 +25,18 @@
 
 namespace turbogelu {
 
-enum class Form : int { HalfPlusOdd = 0, Odd = 1, XHalfPlusEven = 2, XHalfPlus = 3, Even = 4 };
+enum class Form : int {
+  HalfPlusOdd = 0,
+  Odd = 1,
+  XHalfPlusEven = 2,
+  XHalfPlus = 3,
+  Even = 4,
+  Exp2Nearest = 5,  // 2^x, n = rint(x), f in [-1/2, 1/2] (exp2_eval below)
+  Exp2Floor = 6     // 2^x, n = rint(x - 1/2), f in [0, 1]
+};
 
 // One fitted program of the family; the generated family_coeffs.h holds the shipped ones.
+// The Exp2 forms use degree and c only (their window is the format's: Exp2Limits).
 struct FamilyProgram {
   int degree;   // P has degree + 1 coefficients (a shorter program padded with leading zeros)
   float clamp;  // the polynomial is used on |x| <= clamp
@@ -78,9 +87,61 @@ TG_HD TG_INLINE double tg_add(double a, double b) {
 #endif
 }
 
+// exp2 (turbogelu/approx/exp2_programs.py replays it): xc = x clamped to the window (NaN
+// passes), k = fl(xc [- 1/2] + magic) holds rint in its last bits, n = k - magic and
+// f = xc - n exactly, p = P(f), and 2^n as two normal factors from k's bits (tg_pow2_split:
+// 2^floor(n/2), 2^ceil(n/2)) so that fl(p 2^floor(n/2)) is exact and the last multiply
+// rounds once, subnormal and infinite results included. The window makes +-inf finite and
+// keeps n small: beyond it every result is 0 or inf.
+struct Exp2Limits {
+  float magic, lo, hi;
+};
+template <class V>
+TG_HD TG_INLINE Exp2Limits tg_exp2_limits(V) {  // float32 lanes
+  return {0x1.8p23f, -151.0f, 129.0f};
+}
+TG_HD TG_INLINE Exp2Limits tg_exp2_limits(double) { return {0x1.8p52f, -1076.0f, 1025.0f}; }
+
+template <class V>
+struct Pow2 {
+  V lo, hi;  // 2^floor(n/2), 2^ceil(n/2) for k = n + magic
+};
+template <class U, class F, int Mant, int Bias>
+TG_HD TG_INLINE Pow2<F> pow2_split_bits(F k) {
+  U i, a, b;
+  memcpy(&i, &k, sizeof i);
+  const U h = i >> 1;  // i = bits(magic) + n > 0, bits(magic) even: h = bits(magic)/2 + floor(n/2)
+  a = (h << Mant) + (U(Bias) << Mant);  // the high bits of bits(magic)/2 shift out
+  b = ((i - h) << Mant) + (U(Bias) << Mant);
+  Pow2<F> r;
+  memcpy(&r.lo, &a, sizeof a);
+  memcpy(&r.hi, &b, sizeof b);
+  return r;
+}
+TG_HD TG_INLINE Pow2<float> tg_pow2_split(float k) {
+  return pow2_split_bits<uint32_t, float, 23, 127>(k);
+}
+TG_HD TG_INLINE Pow2<double> tg_pow2_split(double k) {
+  return pow2_split_bits<uint64_t, double, 52, 1023>(k);
+}
+
+template <Form F, int N, class V>
+TG_HD TG_INLINE V exp2_eval(V x, const FamilyProgram& k) {
+  const Exp2Limits L = tg_exp2_limits(V{});
+  const V xc = tg_clamp_above(tg_clamp_below(x, tg_splat(V{}, L.lo)), tg_splat(V{}, L.hi));
+  const V t = F == Form::Exp2Floor ? tg_add(xc, tg_splat(V{}, -0.5f)) : xc;
+  const V kk = tg_add(t, tg_splat(V{}, L.magic));
+  const V n = tg_add(kk, tg_splat(V{}, -L.magic));
+  const V f = tg_fma(n, tg_splat(V{}, -1.0f), xc);
+  const V p = eval_poly<N, Scheme::Horner>(f, k.c);
+  const Pow2<V> s = tg_pow2_split(kk);
+  return tg_mul(tg_mul(p, s.lo), s.hi);
+}
+
 // f(x) by the program k of shape (F, N = degree + 1, Y: P's variable made from x^2).
 template <Form F, int N, bool Y, class V>
 TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
+  if constexpr (F == Form::Exp2Nearest || F == Form::Exp2Floor) return exp2_eval<F, N>(x, k);
   const V u = tg_abs(x);
   V v = u;
   if constexpr (Y) v = tg_mul(u, u);
