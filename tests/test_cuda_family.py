@@ -234,18 +234,24 @@ def test_family_ptx_stores_16_bytes_after_a_peeled_head(family_ptx):
 # ------------------------------------------------------------------ the packed bfloat16 path
 
 
+# The ops with a packed path: every op of TG_FAMILY_OPS whose paper-tier forward is a
+# polynomial form (family_kernels.cu's kPackable: exp2's range reduction has none).
+PACKABLE = [f for f in FAMILY if not SHAPES[f"{f[1]}_paper"][0].startswith("Exp2")]
+
+
 def _expected_packed() -> set[tuple[str, str, str]]:
-    """(body, function_paper, kind) for every op of TG_FAMILY_OPS: the packed path runs the
-    paper tier only, on bfloat16 only: 5 ops x 2 bodies = 10 kernels."""
+    """(body, function_paper, kind) for every packable op: the packed path runs the paper
+    tier only, on bfloat16 only: 5 ops x 2 bodies = 10 kernels."""
     bodies = {"Plain": ("unary", "binary"), "Scaled": ("unary", "binary"),
               "Gated": ("binary", "pair")}  # fmt: skip
-    return {(body, f"{fn}_paper", kind) for _, fn, kind in FAMILY for body in bodies[kind]}
+    return {(body, f"{fn}_paper", kind) for _, fn, kind in PACKABLE for body in bodies[kind]}
 
 
 def test_packed_family_kernels_come_from_the_op_list(family_ptx):
     packed = _packed(family_ptx)
     assert set(packed) == _expected_packed()
-    assert len(packed) == 2 * len(FAMILY) == 10
+    assert len(packed) == 2 * len(PACKABLE) == 10
+    assert [f[0] for f in FAMILY if f not in PACKABLE] == ["exp2"]
 
 
 def test_packed_family_ptx_does_the_templates_arithmetic_in_bf16x2(family_ptx):
@@ -573,7 +579,18 @@ def _same_packed(actual: torch.Tensor, expected: torch.Tensor, msg: str):
 
 @needs_gpu
 @cuda_only
-@pytest.mark.parametrize("op", OP_NAMES)
+def test_exp2_has_no_packed_path():
+    """exp2's paper tier runs the float32-arithmetic kernels with the switch on too: the CPU's
+    bits on every bfloat16 input."""
+    x = all_inputs(torch.bfloat16)
+    with turbogelu.ops.use_cuda_packed():
+        got = OPS.exp2(x.to(DEVICE), tier="paper")
+    _same_as_cpu(got, OPS.exp2(x, tier="paper"), "exp2 paper, switch on")
+
+
+@needs_gpu
+@cuda_only
+@pytest.mark.parametrize("op", [f[0] for f in PACKABLE])
 def test_family_packed_bf16_is_the_lab_replay(op):
     """With turbogelu.ops.use_cuda_packed() the paper tier on bfloat16 gives, for every input
     (as x, as a for SwiGLU with b random; aligned, at an odd offset, with a tail), the bits of

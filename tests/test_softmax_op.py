@@ -100,6 +100,12 @@ def test_backward_is_the_softmax_formula():
     x0 = _logits((5, 7), seed=4).requires_grad_()
     (d0,) = torch.autograd.grad(turbogelu.softmax(x0, 0), x0, torch.ones(5, 7) * 2)
     assert d0.abs().max() < 1e-6  # a constant gradient along the dim gives 0
+    # bfloat16: the formula in float32 on the bfloat16 values, rounded once
+    xb = x.detach().bfloat16().requires_grad_()
+    yb = turbogelu.softmax(xb)
+    (db,) = torch.autograd.grad(yb, xb, g.bfloat16())
+    g32, y32 = g.bfloat16().float(), yb.detach().float()
+    assert_same_bits(db, ((g32 - (g32 * y32).sum(-1, keepdim=True)) * y32).bfloat16())
 
 
 def test_opcheck():

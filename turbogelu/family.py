@@ -314,8 +314,11 @@ def _softmax_setup(ctx, inputs, keyword_only_inputs, output):
 
 
 def _softmax_backward(ctx, grad):
+    # in float32 and rounded once, as the forward and PyTorch's own softmax backward do (in
+    # bfloat16 each of the three steps would round)
     (y,) = ctx.saved_tensors
-    return (grad - (grad * y).sum(ctx.dim, keepdim=True)) * y, None
+    g32, y32 = grad.float(), y.float()
+    return ((g32 - (g32 * y32).sum(ctx.dim, keepdim=True)) * y32).to(y.dtype), None
 
 
 torch.library.register_autograd(

@@ -151,10 +151,17 @@ cudaError_t launch_dtype(DType d, const void* const (&in)[NIn], void* const (&ou
   }
 }
 
-// The launchers of one op (function S, kind K; Packed: the packed path); an arity the kind
-// does not have is refused.
-template <class S, Kind K, bool Packed>
+// Whether function S has packed kernels: the packed path runs the family's polynomial forms;
+// exp2's range reduction needs integer bit operations that Bf16x2 does not have, so its paper
+// tier runs the float32-arithmetic kernels whatever the switch says.
+template <class S>
+constexpr bool kPackable = S::ff != Form::Exp2Nearest && S::ff != Form::Exp2Floor;
+
+// The launchers of one op (function S, kind K; Packed: the packed path where S has one); an
+// arity the kind does not have is refused.
+template <class S, Kind K, bool PackedAsked>
 struct OpLaunch {
+  static constexpr bool Packed = PackedAsked && kPackable<S>;
   static cudaError_t unary(DType d, const void* x, void* out, int64_t n, const FamilyCall& c,
                            cudaStream_t stream) {
     if constexpr (K == Kind::Gated) {
