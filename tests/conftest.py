@@ -146,3 +146,18 @@ def dynamo_reset():
     yield
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
+
+
+def layout_cases(scale: float) -> dict[str, torch.Tensor]:
+    """Tensors of every layout an elementwise op must keep (its result strided as
+    torch.empty_like(x)): contiguous, transposed, sliced, channels_last, empty and 0-d;
+    normal values times ``scale`` (seeded)."""
+    x = torch.randn(6, 40, 33, generator=torch.Generator().manual_seed(4)) * scale
+    return {
+        "contiguous": x,
+        "transposed": x.transpose(0, 2),
+        "sliced": x[:, ::3, 1:],
+        "channels_last": torch.randn(2, 5, 7, 9).to(memory_format=torch.channels_last),
+        "empty": torch.empty(0, 3),
+        "scalar": torch.tensor(0.75),
+    }

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import HALF_DTYPES, assert_same_bits
+from conftest import HALF_DTYPES, assert_same_bits, layout_cases
 from torch.library import opcheck
 
 import turbogelu
@@ -172,15 +172,7 @@ def test_float32_range_ends():
 
 
 def _cases():
-    x = torch.randn(6, 40, 33, generator=torch.Generator().manual_seed(4)) * 30
-    return {
-        "contiguous": x,
-        "transposed": x.transpose(0, 2),
-        "sliced": x[:, ::3, 1:],
-        "channels_last": torch.randn(2, 5, 7, 9).to(memory_format=torch.channels_last),
-        "empty": torch.empty(0, 3),
-        "scalar": torch.tensor(0.75),
-    }
+    return layout_cases(30)
 
 
 @pytest.mark.parametrize("case", list(_cases()))

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import HALF_DTYPES, assert_same_bits
+from conftest import HALF_DTYPES, assert_same_bits, layout_cases
 
 import turbogelu
 from turbogelu.approx import family_programs as fp
@@ -259,15 +259,7 @@ def test_nan_gradients_propagate(backward):
 
 
 def _cases():
-    x = torch.randn(6, 40, 33, generator=torch.Generator().manual_seed(4)) * 4
-    return {
-        "contiguous": x,
-        "transposed": x.transpose(0, 2),
-        "sliced": x[:, ::3, 1:],
-        "channels_last": torch.randn(2, 5, 7, 9).to(memory_format=torch.channels_last),
-        "empty": torch.empty(0, 3),
-        "scalar": torch.tensor(0.75),
-    }
+    return layout_cases(4)
 
 
 @pytest.mark.parametrize("case", list(_cases()))

@@ -368,13 +368,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     text = json.dumps(build_spec(args.tier), indent=2) + "\n"
     out = args.out if args.out is not None else spec_file(args.tier)
-    try:
-        outcome = spec.write_checked(out, text, force=args.force)
-    except spec.Differs as e:
-        print(e, file=sys.stderr)
-        return 1
-    print(spec.describe_write(out, outcome), file=sys.stderr)
-    return 0
+    return spec.write_reported(out, text, force=args.force)
 
 
 if __name__ == "__main__":

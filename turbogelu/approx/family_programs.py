@@ -475,13 +475,7 @@ def main(argv=None) -> int:
     build = build_spec if args.tier == "accurate" else build_paper_spec
     text = spec.dumps(build(args.function), args.tier)
     out = args.out if args.out is not None else spec.spec_path(args.function, args.tier)
-    try:
-        outcome = spec.write_checked(out, text, force=args.force)
-    except spec.Differs as e:
-        print(e, file=sys.stderr)
-        return 1
-    print(spec.describe_write(out, outcome), file=sys.stderr)
-    return 0
+    return spec.write_reported(out, text, force=args.force)
 
 
 if __name__ == "__main__":

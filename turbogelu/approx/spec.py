@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -572,6 +573,18 @@ def write_checked(path: str | Path, text: str, *, force: bool = False) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return "written"
+
+
+def write_reported(path: str | Path, text: str, *, force: bool = False) -> int:
+    """``write_checked`` for a fitting command: its line (or the differences that stopped it)
+    on stderr, and the command's exit status (1 when a committed spec differs)."""
+    try:
+        outcome = write_checked(path, text, force=force)
+    except Differs as e:
+        print(e, file=sys.stderr)
+        return 1
+    print(describe_write(path, outcome), file=sys.stderr)
+    return 0
 
 
 def describe_write(path: str | Path, outcome: str) -> str:
