@@ -102,12 +102,20 @@ def arms(tier: str = "accurate") -> dict[str, llm.Arm]:
 
 
 def swap_arms() -> dict[str, llm.Arm]:
-    """The swap protocol's forms: native (the reference), both tiers of the ops."""
+    """The swap protocol's forms: native (the reference), both tiers of the ops, and the
+    accurate tier with the attention's softmax by turbogelu.softmax (exp2 by polynomial: the
+    issue's further B2 arm, evaluated here on every task with softmax attention)."""
+    import turbogelu
+
+    accurate = llm.polynomial_arm("accurate")
     return {
         "native": llm.NATIVE,
-        "polynomial": llm.polynomial_arm("accurate"),
+        "polynomial": accurate,
         "polynomial-paper": dataclasses.replace(
             llm.polynomial_arm("paper"), name="polynomial-paper"
+        ),
+        "polynomial-softmax": dataclasses.replace(
+            accurate, name="polynomial-softmax", softmax=turbogelu.softmax
         ),
     }
 
