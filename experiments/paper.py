@@ -187,12 +187,48 @@ def _table3(results: _Results) -> str:
     return bench_report.table3(fam)
 
 
+def _llm_tasks(results: _Results) -> str:
+    """The language-model tasks (notebook 11's figures): per task the seed run's validation
+    change beside the paper's Table 7, the noise protocol's paired validation difference with
+    its 95 % interval and the native seed-to-seed sd, the swap's validation changes (accurate
+    tier, paper tier, accurate tier with the exp2 softmax) and the step throughput ratio."""
+    from .llm import TASKS
+
+    f = results["nb11"]._data["figures"]
+
+    def get(name: str, spec: str) -> str:
+        v = f.get(name)
+        return "" if v is None else format(v, spec)
+
+    lines = [
+        "| task | seed: val change | paper Table 7 | noise: val difference [95 %] | native sd"
+        " | swap: accurate | paper tier | exp2 softmax | throughput poly / native |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in TASKS:
+        noise = (
+            f"{get(f'noise_{t}_val_mean', '+.1e')} [{get(f'noise_{t}_val_ci_low', '+.1e')},"
+            f" {get(f'noise_{t}_val_ci_high', '+.1e')}]"
+        )
+        lines.append(
+            f"| {t} | {get(f'seed_{t}_val_loss_change', '+.1e')}"
+            f" | {get(f'paper_table7_{t}_change', '+.4f')} | {noise}"
+            f" | {get(f'noise_{t}_val_native_sd', '.1e')}"
+            f" | {get(f'swap_{t}_polynomial_delta_val_loss', '+.1e')}"
+            f" | {get(f'swap_{t}_polynomial_paper_delta_val_loss', '+.1e')}"
+            f" | {get(f'swap_{t}_polynomial_softmax_delta_val_loss', '+.1e')}"
+            f" | {get(f'throughput_ratio_{t}', '.2f')} |"
+        )
+    return "\n".join(lines)
+
+
 # Generated tables: name -> function of the results namespace, returning Markdown.
 TABLES: dict[str, Callable[[_Results], str]] = {
     "table2": _table2,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,
     "table3": _table3,
+    "llm_tasks": _llm_tasks,
 }
 
 
