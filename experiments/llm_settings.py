@@ -19,8 +19,8 @@ about 11 minutes (the first sizing, 240 and 60 steps, took 17):
 * throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
   and task, and one profiled step per arm and task.
 
-The wall time measured for ``llm all`` is in ``MEASURED`` (1012 s, inside the 20 minutes; and
-every result's meta has its own).
+The wall time measured for ``llm all`` is in ``MEASURED`` (639 s; every result's meta has its
+own).
 """
 
 MODEL = {"context": 128, "width": 128, "heads": 4, "layers": 4, "mlp_ratio": 4}
@@ -56,11 +56,11 @@ QUICK = {
 }
 
 # Measured: `python -m experiments llm all` (one thread) on the shared 2-core build machine
-# (Xeon, 2.1 GHz), 2026-12-01, while other jobs (tests, a notebook) ran beside it part of the
-# time: 1012 s wall in all, 967 s user CPU. Per protocol (each result's meta.wall_seconds):
-# seed 413 s (10 runs, 4,500-9,000 characters a second), swap 9 s, noise 542 s (50 runs),
-# throughput 42 s.
-MEASURED = {"all_wall_s": 1012, "seed_s": 413, "swap_s": 9, "noise_s": 542, "throughput_s": 42}
+# (Xeon, 2.1 GHz), 2026-12-01, at these settings, while light work (edits, a notebook in quick
+# mode, short tests) ran beside it: 639 s wall. Per protocol (each result's meta.wall_seconds):
+# seed 313 s (10 runs), swap 6 s, noise 281 s (50 runs), throughput 35 s. (The first sizing,
+# 240 and 60 steps, took 1012 s.)
+MEASURED = {"all_wall_s": 639, "seed_s": 313, "swap_s": 6, "noise_s": 281, "throughput_s": 35}
 
 # The source paper's figures ("Fast Polynomial Transcendentals for LLMs", the seed document
 # /work/shared/seeds/003_0783a5cae37bf496.txt; its README there names it). Each its own table:
