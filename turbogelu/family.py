@@ -389,9 +389,9 @@ def swiglu(
 def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
     """2^x, a drop-in for ``torch.exp2``: range reduction x = n + f, a polynomial for 2^f and
     2^n in the exponent bits, rounded once (turbogelu/approx/exp2_programs.py). ``tier=
-    "accurate"``: float32 within 1 ulp of the correctly rounded value on every input measured
-    (the tier's bound is 2 ulp; data/specs/exp2/accurate.json), subnormal results and overflow
-    to inf as the correctly rounded 2^x; ``"paper"``: the source paper's D2 fraction (max
+    "accurate"``: float32 within 2 ulp of the correctly rounded value on every input measured,
+    subnormal results included (data/specs/exp2/accurate.json counts them per ulp), overflow to
+    inf where the correctly rounded 2^x overflows; every bfloat16 input correctly rounded; ``"paper"``: the source paper's D2 fraction (max
     relative error ~2.7e-3). IEEE: NaN -> NaN, -inf -> +0, +inf -> inf, +-0 -> 1. The default
     gradient is ``grad * y * ln 2`` on the saved result y; ``backward="direct"`` or
     ``"matched"`` recompute it from x (the matched one is the program's own derivative)."""
