@@ -206,9 +206,11 @@ void family_softmax(const void* xv, void* yv, int64_t rows, int64_t cols, const 
       Isa::load(xf + i, v);
       for (int j = 0; j < K; ++j) mv[j] = tg_clamp_below(v[j], mv[j]);
     }
+    for (int j = 1; j < K; ++j) mv[0] = tg_clamp_below(mv[j], mv[0]);  // K vectors to one
+    for (int j = 1; j < K; ++j) mv[j] = mv[0];
     float lanes[B];
     Isa::store(lanes, mv);
-    for (int w = B / 2; w >= 1; w /= 2)  // halving: a chain of log2(B), not B, dependent steps
+    for (int w = L / 2; w >= 1; w /= 2)  // halving: a chain of log2(L), not L, dependent steps
       for (int k = 0; k < w; ++k) lanes[k] = lanes[k + w] > lanes[k] ? lanes[k + w] : lanes[k];
     float m = lanes[0];
     for (; i < cols; ++i) m = xf[i] > m ? xf[i] : m;
