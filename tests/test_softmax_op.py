@@ -8,10 +8,11 @@ import math
 
 import pytest
 import torch
-from conftest import assert_same_bits
+from conftest import ISAS, assert_same_bits
 from torch.library import opcheck
 
 import turbogelu
+import turbogelu.ops as tops
 
 OPS = torch.ops.turbogelu
 IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
@@ -137,3 +138,48 @@ def test_other_devices_refuse_clearly():
         assert torch._C._dispatch_has_kernel_for_dispatch_key("turbogelu::softmax", key)
     with pytest.raises(NotImplementedError, match="only the CPU has a kernel"):
         turbogelu.family._softmax_elsewhere(torch.empty(2, device="meta"))
+
+
+# ---------------------------------------------------------------- the row kernel's bits
+LOG2E = torch.tensor(1.4426950408889634, dtype=torch.float32)  # log2(e) rounded to float32
+
+
+def _replay(x: torch.Tensor, tier: str) -> torch.Tensor:
+    """The documented program (kernels/cpu/family_loops.h, family_softmax) in torch float32
+    operations along the last dim: e by the exp2 op, element j summed into partial j mod 16
+    in increasing j, the 16 partials halved (p[k] += p[k + w], w = 8, 4, 2, 1), y = e * (1/s)
+    rounded once to x's dtype."""
+    xf = x.float()
+    m = xf.amax(-1, keepdim=True)
+    e = turbogelu.exp2((xf - m) * LOG2E, tier=tier)
+    n = e.shape[-1]
+    padded = torch.nn.functional.pad(e, (0, -n % 16))  # e = +0 beyond the row
+    p = torch.zeros(*e.shape[:-1], 16)
+    for chunk in padded.split(16, dim=-1):  # one float32 addition per partial per step
+        p = p + chunk
+    for w in (8, 4, 2, 1):
+        p = p[..., :w] + p[..., w : 2 * w]
+    return (e * (1.0 / p)).to(x.dtype)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=IDS)
+@pytest.mark.parametrize("cols", [1, 7, 16, 31, 33, 100, 256, 1000])
+def test_bits_are_the_documented_sum_order_on_every_isa(cols, dtype, isa):
+    """Every ISA gives the replay's bits (so the same bits as each other), tails included."""
+    x = _logits((5, cols), scale=6.0, seed=cols, dtype=dtype)
+    for tier in ("accurate", "paper"):
+        with tops.use_cpu_isa(isa):
+            got = turbogelu.softmax(x, tier=tier)
+        assert_same_bits(got, _replay(x, tier), f"{isa} {tier} cols={cols}")
+
+
+def test_special_values_on_every_isa():
+    inf, nan = math.inf, math.nan
+    row = [0.0, -0.0, -inf] * 11  # 33 columns: a tail on every ISA
+    x = torch.tensor([row, [nan] + row[1:], [-inf] * 33, row[:-1] + [inf]])
+    for isa in ISAS:
+        with tops.use_cpu_isa(isa):
+            got = turbogelu.softmax(x)
+        assert torch.isnan(got[1:]).all(), isa
+        assert_same_bits(got[0], _replay(x[:1], "accurate")[0], isa)

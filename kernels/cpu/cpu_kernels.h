@@ -52,10 +52,16 @@ using FamilyBinaryFn = void (*)(const void* a, const void* b, void* out, int64_t
                                 const FamilyCall& c, bool stream);
 using FamilyPairFn = void (*)(const void* g, const void* a, const void* b, void* out_a, void* out_b,
                               int64_t n, const FamilyCall& c);
+//   softmax `rows` contiguous rows of `cols` elements, x to y, by exp2 (family_loops.h's
+//           family_softmax; the exp2 op's entries only); `scratch`: cols floats of the caller's
+//           (one per thread)
+using FamilySoftmaxFn = void (*)(const void* x, void* y, int64_t rows, int64_t cols,
+                                 const FamilyCall& c, float* scratch);
 struct FamilyKernels {
   FamilyUnaryFn unary[kNumDTypes];
   FamilyBinaryFn binary[kNumDTypes];
   FamilyPairFn pair[kNumDTypes];
+  FamilySoftmaxFn softmax[kNumDTypes];
 };
 
 struct KernelTable {

@@ -4,8 +4,10 @@
 // set's file after its traits, like loops.h; `family_kernels<Isa, Isa64>()` is its table.
 #pragma once
 
+#include <cmath>
 #include <type_traits>
 
+#include "convert.h"
 #include "loops.h"
 #include "turbogelu/family.h"
 
@@ -107,6 +109,160 @@ void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob
                    [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); });
 }
 
+// ---------------------------------------------------------------- softmax rows by exp2
+// Per row, in float32: m = the row's max; e = exp2(fl(fl(x - m) log2(e))) by the exp2 op's
+// element function, kept in the float32 scratch; s = the sum of e in a fixed order; y =
+// e * fl(1/s), rounded once to T. A NaN in the row (or a row of -inf, or +inf in it) makes s
+// NaN and so the whole row NaN, as torch.softmax's; m itself need not see the NaN.
+//
+// The sum order is the same on every instruction set, whatever its vector width: element j
+// is added, in increasing j, to partial sum j mod 16 (AVX-512: one vector of 16 lanes, AVX2:
+// two of 8, scalar: 16 floats), all starting at +0; then the 16 partials p[0..15] are halved
+// in place, p[k] += p[k + w] for w = 8, 4, 2, 1 (k < w), and s = p[0]. A row's tail is
+// padded with e = +0, which leaves the partials as they were.
+constexpr float kSoftmaxLog2e = 0x1.715476p+0f;  // log2(e) rounded to float32
+constexpr int kSoftmaxPartials = 16;
+
+// A 16-bit row widened to float32 in element order (and back): the traits' bfloat16 load
+// interleaves lanes (loops.h), fine for elementwise maps but not for a sum whose order
+// follows the element index. bfloat16 by plain loops (vectorised by the compiler) with
+// convert.h's rounding, the integer steps of the SIMD stores; float16's load is in order.
+template <class Isa, class T>
+TG_INLINE void softmax_widen(const T* p, float* out, int64_t n) {
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i].bits);
+  } else {
+    typename Isa::V v[Isa::K];
+    int64_t i = 0;
+    for (; i + Isa::B <= n; i += Isa::B) {
+      Isa::load(p + i, v);
+      Isa::store(out + i, v);
+    }
+    for (; i < n; ++i) out[i] = f16_to_f32(p[i].bits);
+  }
+}
+
+// y = e * inv into T, one rounding (e: the scratch, overwritten for bfloat16).
+template <class Isa, class T>
+TG_INLINE void softmax_scale(float* e, T* y, int64_t n, float inv) {
+  using V = typename Isa::V;
+  const V iv = tg_splat(V{}, inv);
+  V v[Isa::K];
+  int64_t i = 0;
+  constexpr bool kBf16 = std::is_same_v<T, bf16_t>;
+  for (; i + Isa::B <= n; i += Isa::B) {
+    Isa::load(e + i, v);
+    for (int j = 0; j < Isa::K; ++j) v[j] = tg_mul(v[j], iv);
+    if constexpr (kBf16) {
+      Isa::store(e + i, v);
+    } else {
+      Isa::store(y + i, v);
+    }
+  }
+  for (; i < n; ++i) {
+    const float r = e[i] * inv;
+    if constexpr (kBf16) {
+      e[i] = r;
+    } else if constexpr (std::is_same_v<T, float>) {
+      y[i] = r;
+    } else {
+      y[i].bits = f32_to_f16(r);
+    }
+  }
+  if constexpr (kBf16) {
+    for (int64_t k = 0; k < n; ++k) y[k].bits = f32_to_bf16(e[k]);
+  }
+}
+
+template <class Isa, class T, class S>
+void family_softmax(const void* xv, void* yv, int64_t rows, int64_t cols, const FamilyCall& cref,
+                    float* e) {
+  const FamilyCall c = cref;
+  using V = typename Isa::V;
+  constexpr int K = Isa::K, B = Isa::B, L = B / K;  // L: lanes per vector
+  constexpr int P = kSoftmaxPartials, NA = P / L;   // NA: vectors of partial sums
+  constexpr int C = B > P ? B : P;      // elements per step: whole blocks, whole sets of partials
+  constexpr int NS = (NA + K - 1) / K;  // blocks that hold the partials
+  static_assert(P % L == 0 && C % B == 0 && C % P == 0, "softmax: lanes must divide 16");
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  const V log2e = tg_splat(V{}, kSoftmaxLog2e), zero = tg_splat(V{}, 0.0f);
+  const int64_t full = cols - cols % C;
+  V v[K];
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    const float* xf;
+    if constexpr (std::is_same_v<T, float>) {
+      xf = xr;
+    } else {
+      softmax_widen<Isa>(xr, e, cols);
+      xf = e;  // pass 2 overwrites each block after reading it
+    }
+    // pass 1: the max (exact, so its order is free)
+    V mv[K];
+    for (int j = 0; j < K; ++j) mv[j] = tg_splat(V{}, -INFINITY);
+    int64_t i = 0;
+    for (; i + B <= cols; i += B) {
+      Isa::load(xf + i, v);
+      for (int j = 0; j < K; ++j) mv[j] = tg_clamp_below(v[j], mv[j]);
+    }
+    for (int j = 1; j < K; ++j) mv[0] = tg_clamp_below(mv[j], mv[0]);  // K vectors to one
+    for (int j = 1; j < K; ++j) mv[j] = mv[0];
+    float lanes[B];
+    Isa::store(lanes, mv);
+    for (int w = L / 2; w >= 1; w /= 2)  // halving: a chain of log2(L), not L, dependent steps
+      for (int k = 0; k < w; ++k) lanes[k] = lanes[k + w] > lanes[k] ? lanes[k + w] : lanes[k];
+    float m = lanes[0];
+    for (; i < cols; ++i) m = xf[i] > m ? xf[i] : m;
+    // pass 2: e, to the scratch and into the partial sums
+    const V neg_m = tg_splat(V{}, -m);  // x + (-m) is x - m, bit for bit
+    V acc[NS * K];
+    for (int a = 0; a < NS * K; ++a) acc[a] = zero;
+    const auto exp_block = [&](const float* src, float* dst) {
+      Isa::load(src, v);
+      for (int j = 0; j < K; ++j) v[j] = family_forward<S>(tg_mul(tg_add(v[j], neg_m), log2e), c);
+      Isa::store(dst, v);
+    };
+    // v holds e of elements b B + j L + (0 .. L-1) of a step: partial vector ((b B + j L) % P) / L
+    const auto add_block = [&](int b) {
+      for (int j = 0; j < K; ++j) {
+        const int a = ((b * B + j * L) % P) / L;
+        acc[a] = tg_add(acc[a], v[j]);
+      }
+    };
+    for (i = 0; i < full; i += C) {
+      for (int b = 0; b < C / B; ++b) {
+        exp_block(xf + i + b * B, e + i + b * B);
+        add_block(b);
+      }
+    }
+    if (full < cols) {
+      const int64_t n = cols - full;
+      float buf[C];
+      std::memset(buf, 0, sizeof buf);
+      std::memcpy(buf, xf + full, sizeof(float) * static_cast<size_t>(n));
+      for (int b = 0; b < C / B; ++b) exp_block(buf + b * B, buf + b * B);
+      std::memcpy(e + full, buf, sizeof(float) * static_cast<size_t>(n));
+      std::memset(buf + n, 0, sizeof(float) * static_cast<size_t>(C - n));  // e = +0 beyond
+      for (int b = 0; b < C / B; ++b) {
+        Isa::load(buf + b * B, v);
+        add_block(b);
+      }
+    }
+    // the 16 partials (vector a holds p[a L ...]), halved in the stated order
+    float part[NS * B];
+    for (int g = 0; g < NS; ++g) {
+      V t[K];
+      for (int j = 0; j < K; ++j) t[j] = acc[g * K + j];
+      Isa::store(part + g * B, t);
+    }
+    for (int w = P / 2; w >= 1; w /= 2)
+      for (int k = 0; k < w; ++k) part[k] += part[k + w];
+    // pass 3
+    softmax_scale<Isa>(e, y + r * cols, cols, 1.0f / part[0]);
+  }
+}
+
 template <class T>
 constexpr int dtype_of() {
   if constexpr (std::is_same_v<T, float>) return kF32;
@@ -138,6 +294,13 @@ void family_fill(FamilyKernels* table) {
       table[family_index(kFamily_##op, kTier_paper)]);
   TG_FAMILY_OPS(TG_FILL)
 #undef TG_FILL
+  if constexpr (!std::is_same_v<T, double>) {
+    constexpr int d = dtype_of<T>();
+    table[family_index(kFamily_exp2, kTier_accurate)].softmax[d] =
+        family_softmax<Isa, T, shapes::exp2_accurate>;
+    table[family_index(kFamily_exp2, kTier_paper)].softmax[d] =
+        family_softmax<Isa, T, shapes::exp2_paper>;
+  }
 }
 
 // The table of an instruction set: float32, float16 and bfloat16 on Isa; float64 on Isa64

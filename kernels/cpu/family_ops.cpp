@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "dispatch.h"
 #include "turbogelu/family_library.h"
@@ -86,12 +87,12 @@ using T = at::Tensor;
 using S = c10::string_view;
 
 // ---------------------------------------------------------------- softmax by exp2
-// Row-wise along dim, in float32: m = the row's max, t = fl(fl(x - m) log2(e)), e = exp2(t)
-// by this instruction set's exp2 kernel (the op's, in the tier asked for) in place in the
-// row, s = the float32 sum of e in order, y = e * fl(1/s). A NaN in a row makes the whole
-// row NaN, as torch.softmax's. float64 is refused: the program is float32's.
-constexpr float kLog2e = 0x1.715476p+0f;  // log2(e) rounded to float32
-
+// Row-wise along dim by this instruction set's row kernel (family_loops.h's family_softmax:
+// in float32, m = the row's max, e = exp2(fl(fl(x - m) log2(e))) by the exp2 op's element
+// function in the tier asked for, s = the sum of e in an order fixed for every instruction
+// set, y = e * fl(1/s) rounded once to x's dtype). A NaN in a row makes the whole row NaN,
+// as torch.softmax's. Rows along another dim are moved last (one copy) first. float64 is
+// refused: the program is float32's.
 at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
   cpu::check_on_cpu(x, "softmax", "x");
   ops::check_dtype(x, "softmax");
@@ -104,31 +105,21 @@ at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
   Tier tier;
   const FamilyCall c = ops::family_call(kFamily_exp2, tier_name, "default", 1.0, &tier);
   const int64_t d = at::maybe_wrap_dim(dim, x.dim());
-  const T xf = x.movedim(d, -1).to(at::kFloat).contiguous();
-  T yf = at::empty_like(xf);
-  const int64_t cols = xf.size(-1), rows = cols == 0 ? 0 : xf.numel() / cols;
-  const auto exp2 =
-      pick(kFamily_exp2, tier, cpu::kF32, [](const cpu::FamilyKernels& k) { return k.unary; });
-  const float* xp = xf.const_data_ptr<float>();
-  float* yp = yf.data_ptr<float>();
+  const T xc = (d == x.dim() - 1 ? x : x.movedim(d, -1)).contiguous();
+  T y = at::empty(xc.sizes(), xc.options());
+  const int64_t cols = xc.size(-1), rows = cols == 0 ? 0 : xc.numel() / cols;
+  const auto fn = pick(kFamily_exp2, tier, cpu::dtype_index_of(xc, "softmax"),
+                       [](const cpu::FamilyKernels& k) { return k.softmax; });
+  const char* xp = static_cast<const char*>(xc.const_data_ptr());
+  char* yp = static_cast<char*>(y.data_ptr());
+  const int64_t row_bytes = cols * xc.element_size();
   at::parallel_for(0, rows,
                    std::max<int64_t>(1, cpu::parallel_grain() / std::max<int64_t>(cols, 1)),
                    [&](int64_t lo, int64_t hi) {
-                     for (int64_t r = lo; r < hi; ++r) {
-                       const float* xr = xp + r * cols;
-                       float* yr = yp + r * cols;
-                       float m = -INFINITY;
-                       for (int64_t j = 0; j < cols; ++j)
-                         m = std::isnan(xr[j]) ? xr[j] : (xr[j] > m ? xr[j] : m);
-                       for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * kLog2e;
-                       exp2(yr, yr, cols, c, false);
-                       float s = 0.0f;
-                       for (int64_t j = 0; j < cols; ++j) s += yr[j];
-                       const float inv = 1.0f / s;
-                       for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
-                     }
+                     std::vector<float> scratch(static_cast<size_t>(cols));
+                     fn(xp + lo * row_bytes, yp + lo * row_bytes, hi - lo, cols, c, scratch.data());
                    });
-  return yf.to(x.scalar_type()).movedim(-1, d).contiguous();
+  return d == x.dim() - 1 ? y : y.movedim(-1, d).contiguous();
 }
 
 // ---------------------------------------------------------------- autograd guards
