@@ -391,10 +391,11 @@ def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     2^n in the exponent bits, rounded once (turbogelu/approx/exp2_programs.py). ``tier=
     "accurate"``: float32 within 2 ulp of the correctly rounded value on every input measured,
     subnormal results included (data/specs/exp2/accurate.json counts them per ulp), overflow to
-    inf where the correctly rounded 2^x overflows; every bfloat16 input correctly rounded; ``"paper"``: the source paper's D2 fraction (max
-    relative error ~2.7e-3). IEEE: NaN -> NaN, -inf -> +0, +inf -> inf, +-0 -> 1. The default
-    gradient is ``grad * y * ln 2`` on the saved result y; ``backward="direct"`` or
-    ``"matched"`` recompute it from x (the matched one is the program's own derivative)."""
+    inf where the correctly rounded 2^x overflows; every bfloat16 input correctly rounded;
+    ``"paper"``: the source paper's D2 fraction (max relative error ~2.7e-3). IEEE: NaN ->
+    NaN, -inf -> +0, +inf -> inf, +-0 -> 1. The default gradient is ``grad * y * ln 2`` on the
+    saved result y; ``backward="direct"`` or ``"matched"`` recompute it from x (the matched one
+    is the program's own derivative)."""
     _tensor(x, "exp2")
     return _ops.exp2(x, backward=backward, tier=tier)
 
