@@ -90,7 +90,7 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         r"^11_llm_tasks\.",
         NUMERICS,
         "training, as the MNIST figures: matrix products through MKL / oneDNN, whose kernels "
-        "depend on the CPU (tolerances not measured yet: experiments.tolerances has no llm part)",
+        "depend on the CPU (experiments.tolerances --parts llm measures how far they move)",
     ),
     (
         r"^01_tail_clamping\.crossing_shift_per_degree$",

@@ -17,9 +17,11 @@ the committed reference (``results/reference/<mode>/``, made on another CPU):
 * an *exact* figure that differs in any bit between any two of them is an error (exit 1): it
   must be made exact or classified as numerics, and the file is not written.
 
-``--parts``: ``mnist`` (the MNIST protocols and notebook 06: the default), ``table2``,
-``accuracy``, a notebook's stem (01-04, 07, 08), or ``fits`` for all but mnist: the steps
-behind every figure of make reproduce that is not a time.
+``--parts``: ``mnist`` (the MNIST protocols and notebook 06: the default), ``llm`` (the
+language-model protocols and notebook 11), ``table2``, ``accuracy``, a notebook's stem (01-04,
+07, 08), or ``fits`` for the fits: the steps behind every figure of make reproduce that is not
+a time. Figures of parts whose runs are not in ``--work`` keep the entry an earlier command
+wrote (the file says which commands made it), so one part can be measured at a time.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from . import compare, records
 
 REPO = compare.REPO
 
-# name -> (environment, extra arguments of `mnist all`). What a run on another machine may
-# change: ATen's vector code (ATEN_CPU_CAPABILITY), MKL's GEMM kernels
+# name -> (environment, extra arguments of `mnist all` and `llm all`). What a run on another
+# machine may change: ATen's vector code (ATEN_CPU_CAPABILITY), MKL's GEMM kernels
 # (MKL_ENABLE_INSTRUCTIONS), oneDNN's (DNNL_MAX_CPU_ISA), numpy's OpenBLAS kernels, behind
 # the fits (OPENBLAS_CORETYPE; AVX2-only Haswell code here), the intra-op threads of training
 # (--threads: torch.set_num_threads; OMP_NUM_THREADS, which training overrides with its own
@@ -79,7 +81,7 @@ FIT_NOTEBOOKS = (
     "08_cells",
 )
 # A part is one step's name; "fits" stands for all of them but mnist.
-PARTS = ("mnist", "table2", "accuracy", *FIT_NOTEBOOKS)
+PARTS = ("mnist", "llm", "table2", "accuracy", *FIT_NOTEBOOKS)
 ALIASES = {"fits": ["table2", "accuracy", *FIT_NOTEBOOKS]}
 
 
@@ -95,7 +97,7 @@ def _run(cmd: list[str], env: dict[str, str], log) -> None:
         )
 
 
-def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tuple[Path, list]]:
+def _steps(part: str, out: Path, quick: bool, train_args: list[str]) -> list[tuple[Path, list]]:
     """(output file, command) of each step of ``part`` into ``out``."""
     py = [sys.executable, "-m", "experiments"]
     q = ["--quick"] if quick else []
@@ -106,9 +108,16 @@ def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tup
 
     if part == "mnist":
         seed = out / f"mnist_{'quick_' if quick else ''}seed.json"
-        mnist = [*py, "mnist", "all", *q, *mnist_args, "--out-dir", str(out), "--no-plots"]
+        mnist = [*py, "mnist", "all", *q, *train_args, "--out-dir", str(out), "--no-plots"]
         path, nb06 = notebook("06_mnist_mlp")
         return [(seed, mnist), (path, [*nb06, "-p", "run_if_missing=false"])]
+    if part == "llm":
+        # the throughput protocol's figures are times (not compared here): one short round
+        seed = out / f"llm_{'quick_' if quick else ''}seed.json"
+        llm = [*py, "llm", "all", *q, *train_args, "--rounds", "1", "--iters", "1"]
+        llm += ["--out-dir", str(out), "--no-plots", "--no-progress"]
+        path, nb11 = notebook("11_llm_tasks")
+        return [(seed, llm), (path, [*nb11, "-p", "run_if_missing=false"])]
     if part == "table2":
         table2 = [*py, "table2", "--out", str(out / "table2.json")]
         return [(out / "table2.json", table2 + (["--no-floors", "--no-sollya"] if quick else []))]
@@ -133,10 +142,10 @@ def _steps(part: str, out: Path, quick: bool, mnist_args: list[str]) -> list[tup
 
 def run_variant(name: str, out: Path, quick: bool, parts, log=print) -> Path:
     """The steps of ``parts`` under variant ``name`` into ``out`` (those done are kept)."""
-    env, mnist_args = VARIANTS[name]
+    env, train_args = VARIANTS[name]
     out.mkdir(parents=True, exist_ok=True)
     for part in parts:
-        for path, cmd in _steps(part, out, quick, mnist_args):
+        for path, cmd in _steps(part, out, quick, train_args):
             if not path.is_file():
                 _run(cmd, env, log)
     return out
@@ -218,8 +227,16 @@ def main(argv=None) -> int:
             f"as numerics (compare.CLASS_RULES); {args.out} not written"
         )
         return 1
-    figs = differences(runs)
     data = records.read_json(args.out) if args.out.is_file() else {}
+    earlier = data.get(mode, {})
+    # A figure measured in one run only (the reference's, of a part not run into this work
+    # folder) keeps the entry an earlier command measured, where there is one.
+    figs = {
+        n: f
+        for n, f in differences(runs).items()
+        if len(f["values"]) > 1 or n not in earlier.get("figures", {})
+    }
+    kept = {n: f for n, f in earlier.get("figures", {}).items() if n not in figs}
     data["about"] = (
         "Tolerances of the comparison's numerics figures (experiments/compare.py): per figure "
         "twice the largest difference measured between runs under different instruction sets "
@@ -231,28 +248,35 @@ def main(argv=None) -> int:
         command += ["--parts", ",".join(asked)]
     if names != list(VARIANTS):
         command += ["--variants", ",".join(names)]
-    previous = data.get(mode, {}).get("commands", [])
+    previous = earlier.get("commands", [])
+    variants = dict(earlier.get("variants", {}))
+    for n in present:
+        had = variants.get(n, {}).get("results", [])
+        variants[n] = {
+            "env": VARIANTS[n][0],
+            "train_args": VARIANTS[n][1],
+            "results": sorted(set(had) | set(present[n])),
+        }
     data[mode] = {
         "commands": [*[c for c in previous if c != shlex.join(command)], shlex.join(command)],
         "measured_on": records.machine(),
         "reference_machine": compare._machine(ref_dir),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "seconds_last_command": round(time.perf_counter() - t0),
-        "variants": {
-            n: {"env": VARIANTS[n][0], "mnist_args": VARIANTS[n][1], "results": present[n]}
-            for n in present
-        },
+        "variants": variants,
         "exact_figures_checked": sum(
             1 for n in {k for f in runs.values() for k in f} if compare.classify(n) == "exact"
         ),
-        "figures": figs,
+        "figures": dict(sorted({**kept, **figs}.items())),
+        "figures_kept_from_earlier_commands": len(kept),
     }
     records.write_json(args.out, data)
     for name, f in figs.items():
         pair = " vs ".join(f["between"]) or "one run"
         print(f"{name}: max difference {f['max_difference']:.3g} ({pair})")
     print(
-        f"wrote {args.out} ({mode}: {len(figs)} numerics figures over {len(runs)} runs; "
+        f"wrote {args.out} ({mode}: {len(figs)} numerics figures over {len(runs)} runs, "
+        f"{len(kept)} kept from earlier commands; "
         f"{data[mode]['exact_figures_checked']} exact figures identical in every run)"
     )
     return 0

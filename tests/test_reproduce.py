@@ -287,6 +287,38 @@ def test_tolerances_command_refuses_an_unknown_variant_or_part(capsys):
         tolerances.main(["--parts", "05_timing"])
 
 
+def test_tolerances_of_one_part_keep_the_other_parts_measured_earlier(tmp_path, monkeypatch):
+    # The llm part measured alone must not drop (or zero) the mnist figures' tolerances that an
+    # earlier command measured from runs no longer in the work folder.
+    from experiments import tolerances
+
+    ref = tmp_path / "reference"
+    monkeypatch.setattr(compare, "REFERENCE", ref)
+    loss, dw = "11_llm_tasks.b1_val_change", "06_mnist_mlp.max_abs_dw_final"
+    (ref / "quick").mkdir(parents=True)
+    both = {"figures": {"b1_val_change": 1e-3, "seed_steps": 12}}
+    (ref / "quick" / "11_llm_tasks.json").write_text(json.dumps(both))
+    (ref / "quick" / "06_mnist_mlp.json").write_text(
+        json.dumps({"figures": {"max_abs_dw_final": 2e-5}})
+    )
+    for variant, change in (("default", 1e-3), ("aten-avx2", 1.5e-3)):
+        d = tmp_path / "work" / "quick" / variant
+        d.mkdir(parents=True)
+        (d / "llm_quick_seed.json").write_text("{}")  # present: no step runs
+        figs = {"b1_val_change": change, "seed_steps": 12}
+        (d / "11_llm_tasks.json").write_text(json.dumps({"figures": figs}))
+    out = tmp_path / "tolerances.json"
+    earlier = {"tolerance": 4e-6, "max_difference": 2e-6, "between": ["reference", "x"]}
+    out.write_text(json.dumps({"quick": {"commands": ["earlier"], "figures": {dw: earlier}}}))
+    args = ["--parts", "llm", "--variants", "default,aten-avx2", "--work", str(tmp_path / "work")]
+    assert tolerances.main([*args, "--out", str(out)]) == 0
+    got = json.loads(out.read_text())["quick"]
+    assert got["figures"][dw] == earlier and got["figures_kept_from_earlier_commands"] == 1
+    assert got["figures"][loss]["tolerance"] == pytest.approx(2 * 5e-4)
+    assert got["commands"][0] == "earlier" and "--parts llm" in got["commands"][1]
+    assert sorted(got["variants"]) == ["aten-avx2", "default"]
+
+
 def test_a_quick_notebook_page_says_so_first(tmp_path):
     import nbformat
 
