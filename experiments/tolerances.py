@@ -113,11 +113,12 @@ def _steps(part: str, out: Path, quick: bool, train_args: list[str]) -> list[tup
         return [(seed, mnist), (path, [*nb06, "-p", "run_if_missing=false"])]
     if part == "llm":
         # the throughput protocol's figures are times (not compared here): one short round
-        seed = out / f"llm_{'quick_' if quick else ''}seed.json"
+        # written last by `llm all`: a run stopped halfway is run again
+        last = out / f"llm_{'quick_' if quick else ''}throughput.json"
         llm = [*py, "llm", "all", *q, *train_args, "--rounds", "1", "--iters", "1"]
         llm += ["--out-dir", str(out), "--no-plots", "--no-progress"]
         path, nb11 = notebook("11_llm_tasks")
-        return [(seed, llm), (path, [*nb11, "-p", "run_if_missing=false"])]
+        return [(last, llm), (path, [*nb11, "-p", "run_if_missing=false"])]
     if part == "table2":
         table2 = [*py, "table2", "--out", str(out / "table2.json")]
         return [(out / "table2.json", table2 + (["--no-floors", "--no-sollya"] if quick else []))]

@@ -304,7 +304,7 @@ def test_tolerances_of_one_part_keep_the_other_parts_measured_earlier(tmp_path, 
     for variant, change in (("default", 1e-3), ("aten-avx2", 1.5e-3)):
         d = tmp_path / "work" / "quick" / variant
         d.mkdir(parents=True)
-        (d / "llm_quick_seed.json").write_text("{}")  # present: no step runs
+        (d / "llm_quick_throughput.json").write_text("{}")  # present: no step runs
         figs = {"b1_val_change": change, "seed_steps": 12}
         (d / "11_llm_tasks.json").write_text(json.dumps({"figures": figs}))
     out = tmp_path / "tolerances.json"
