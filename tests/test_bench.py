@@ -680,3 +680,22 @@ def test_add_arguments_defaults():
     assert args.size == 1 << 20 and args.direction == "both" and args.device == "cpu"
     assert args.out == "results/bench.jsonl" and args.parts == "protocol,sweep,degree"
     assert bench_cli._int_list("64K,1M,2:4") == [65536, 1 << 20, 2, 3, 4]
+
+
+def test_alone_repeat_sets_interleaved_and_two_alone_timings_side_by_side(monkeypatch):
+    # Two fresh-process timings of each baseline row: the spread between them is the scale
+    # that the baseline_suspect flag (interleaved vs alone) is to be read against.
+    from experiments import alone_repeat
+
+    alone = iter([100.0, 125.0, 200.0, 196.0])
+    monkeypatch.setattr(alone_repeat, "run_alone", lambda spec: {"p50_us": next(alone)})
+    rows = [
+        {"direction": "forward", "dtype": "float32", "method": m, "size": 1048591, "p50_us": t}
+        for m, t in (("limit: copy", 100.0), ("torch exact", 260.0))
+    ]
+    got = alone_repeat.measure(rows, rounds=2, calls=3, progress=lambda s: None)
+    assert [r["alone_b_over_alone_a"] for r in got] == [1.25, 0.98]
+    s = alone_repeat.summary(got, tolerance=0.1)
+    assert s["alone_vs_alone"]["off_by_more_than_tolerance"] == 1
+    assert s["interleaved_vs_alone"]["off_by_more_than_tolerance"] == 1  # 260 / 200
+    assert s["interleaved_vs_alone"]["slower_than_alone_a"] == 1
