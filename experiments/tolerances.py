@@ -107,10 +107,11 @@ def _steps(part: str, out: Path, quick: bool, train_args: list[str]) -> list[tup
         return out / f"{stem}.json", [*nb, "--out", str(out / f"{stem}.ipynb")]
 
     if part == "mnist":
-        seed = out / f"mnist_{'quick_' if quick else ''}seed.json"
+        # written last by `mnist all`: a run stopped halfway is run again
+        last = out / f"mnist_{'quick_' if quick else ''}noise.json"
         mnist = [*py, "mnist", "all", *q, *train_args, "--out-dir", str(out), "--no-plots"]
         path, nb06 = notebook("06_mnist_mlp")
-        return [(seed, mnist), (path, [*nb06, "-p", "run_if_missing=false"])]
+        return [(last, mnist), (path, [*nb06, "-p", "run_if_missing=false"])]
     if part == "llm":
         # the throughput protocol's figures are times (not compared here): one short round
         # written last by `llm all`: a run stopped halfway is run again
