@@ -166,12 +166,32 @@ def _replay(x: torch.Tensor, tier: str) -> torch.Tensor:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=IDS)
 @pytest.mark.parametrize("cols", [1, 7, 16, 31, 33, 100, 256, 1000])
 def test_bits_are_the_documented_sum_order_on_every_isa(cols, dtype, isa):
-    """Every ISA gives the replay's bits (so the same bits as each other), tails included."""
-    x = _logits((5, cols), scale=6.0, seed=cols, dtype=dtype)
+    """Every ISA gives the replay's bits (so the same bits as each other), tails included.
+    37 rows: under 128 columns, blocks of 32 (16 on AVX2) short rows side by side in SIMD lanes
+    and a rest lane by lane (family_softmax_lanes); from 128, the row kernel."""
+    x = _logits((37, cols), scale=6.0, seed=cols, dtype=dtype)
     for tier in ("accurate", "paper"):
         with tops.use_cpu_isa(isa):
             got = turbogelu.softmax(x, tier=tier)
         assert_same_bits(got, _replay(x, tier), f"{isa} {tier} cols={cols}")
+
+
+# Vectors along another dim, or rows shorter than the row kernel's minimum, go side by side in
+# SIMD lanes (family_softmax_lanes): inner 70 gives whole blocks of 32 (16 on AVX2) and a
+# narrower rest, inner 16 runs of one vector from two slices (AVX-512; whole blocks on AVX2),
+# inner 3 lanes gathered across the outer dim; each lane must keep the bits of the replay of
+# its vector.
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=IDS)
+@pytest.mark.parametrize("cols", [1, 17, 33, 130])
+@pytest.mark.parametrize("inner", [70, 16, 3])
+def test_bits_along_other_dims_are_the_rows_bits_on_every_isa(inner, cols, dtype, isa):
+    x = _logits((3, cols, inner), scale=6.0, seed=cols + inner, dtype=dtype)
+    for tier in ("accurate", "paper"):
+        with tops.use_cpu_isa(isa):
+            got = turbogelu.softmax(x, 1, tier=tier)
+        want = _replay(x.movedim(1, -1), tier).movedim(-1, 1)
+        assert_same_bits(got, want, f"{isa} {tier} cols={cols} inner={inner}")
 
 
 def test_special_values_on_every_isa():

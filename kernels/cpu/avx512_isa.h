@@ -90,6 +90,39 @@ struct Avx512Isa {
   static void store(bf16_t* p, const V (&v)[K]) {
     _mm512_storeu_si512(p, _mm512_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
+  // d[c ds + r] = s[r ss + c] (times scale[c] when given) for r, c < 16: a 16 x 16 float32
+  // transpose in registers (the softmax's short rows to lanes and back): pairs of rows interleaved
+  // by 32 then 64 bits, then the 128-bit lanes of four vectors transposed in two rounds of
+  // shuffles.
+  static void transpose(const float* s, int64_t ss, float* d, int64_t ds, const float* scale) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(s + i * ss);
+    if (scale != nullptr)
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_mul_ps(r[i], _mm512_loadu_ps(scale));
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4 g + c], lane l: column 4 l + c of rows 4 g .. 4 g + 3
+    for (int g = 0; g < 4; ++g) {
+      const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 2]);
+      const __m512d a2 = _mm512_castps_pd(t[4 * g + 1]), b2 = _mm512_castps_pd(t[4 * g + 3]);
+      r[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+      r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a2, b2));
+      r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a2, b2));
+    }
+    for (int c = 0; c < 4; ++c) {
+      const __m512 lo01 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
+      const __m512 hi01 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+      const __m512 lo23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+      const __m512 hi23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+      _mm512_storeu_ps(d + c * ds, _mm512_shuffle_f32x4(lo01, lo23, 0x88));
+      _mm512_storeu_ps(d + (4 + c) * ds, _mm512_shuffle_f32x4(lo01, lo23, 0xDD));
+      _mm512_storeu_ps(d + (8 + c) * ds, _mm512_shuffle_f32x4(hi01, hi23, 0x88));
+      _mm512_storeu_ps(d + (12 + c) * ds, _mm512_shuffle_f32x4(hi01, hi23, 0xDD));
+    }
+  }
   // float32 blocks straight from the registers (p 64-byte aligned: loops.h aligns the head).
   static void stream_store(float* p, const V (&v)[K]) {
     _mm512_stream_ps(p, v[0].v);

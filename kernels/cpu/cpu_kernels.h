@@ -57,11 +57,22 @@ using FamilyPairFn = void (*)(const void* g, const void* a, const void* b, void*
 //           (one per thread)
 using FamilySoftmaxFn = void (*)(const void* x, void* y, int64_t rows, int64_t cols,
                                  const FamilyCall& c, float* scratch);
+//   softmax_lanes  the same softmax of the lanes [lane0, lane1) of a contiguous tensor seen as
+//           (outer, cols, inner) and softmaxed along its middle dim: lane l = o inner + i holds
+//           elements o cols inner + j inner + i, j < cols (inner = 1: rows, for short ones).
+//           Up to kSoftmaxLaneBlock lanes at a time side by side in SIMD lanes, through
+//           `scratch` (2 cols kSoftmaxLaneBlock floats of the caller's); each lane gets the bits
+//           the row kernel gives its row (family_loops.h's family_softmax_lanes)
+constexpr int kSoftmaxLaneBlock = 32;
+using FamilySoftmaxLanesFn = void (*)(const void* x, void* y, int64_t lane0, int64_t lane1,
+                                      int64_t cols, int64_t inner, const FamilyCall& c,
+                                      float* scratch);
 struct FamilyKernels {
   FamilyUnaryFn unary[kNumDTypes];
   FamilyBinaryFn binary[kNumDTypes];
   FamilyPairFn pair[kNumDTypes];
   FamilySoftmaxFn softmax[kNumDTypes];
+  FamilySoftmaxLanesFn softmax_lanes[kNumDTypes];
 };
 
 struct KernelTable {

@@ -4,6 +4,7 @@
 // set's file after its traits, like loops.h; `family_kernels<Isa, Isa64>()` is its table.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -123,6 +124,28 @@ void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob
 constexpr float kSoftmaxLog2e = 0x1.715476p+0f;  // log2(e) rounded to float32
 constexpr int kSoftmaxPartials = 16;
 
+// One element to float32 and back (16-bit: the one rounding), as the SIMD loads and stores.
+template <class T>
+TG_INLINE float softmax_in(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, bf16_t>) {
+    return bf16_to_f32(v.bits);
+  } else {
+    return f16_to_f32(v.bits);
+  }
+}
+template <class T>
+TG_INLINE void softmax_out(float f, T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    *p = f;
+  } else if constexpr (std::is_same_v<T, bf16_t>) {
+    p->bits = f32_to_bf16(f);
+  } else {
+    p->bits = f32_to_f16(f);
+  }
+}
+
 // A 16-bit row widened to float32 in element order (and back): the traits' bfloat16 load
 // interleaves lanes (loops.h), fine for elementwise maps but not for a sum whose order
 // follows the element index. bfloat16 by plain loops (vectorised by the compiler) with
@@ -139,6 +162,22 @@ TG_INLINE void softmax_widen(const T* p, float* out, int64_t n) {
       Isa::store(out + i, v);
     }
     for (; i < n; ++i) out[i] = f16_to_f32(p[i].bits);
+  }
+}
+
+// float32 values to T in element order (16-bit: the one rounding), as softmax_widen's inverse.
+template <class Isa, class T>
+TG_INLINE void softmax_narrow(const float* s, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    for (int64_t i = 0; i < n; ++i) y[i].bits = f32_to_bf16(s[i]);
+  } else {
+    typename Isa::V v[Isa::K];
+    int64_t i = 0;
+    for (; i + Isa::B <= n; i += Isa::B) {
+      Isa::load(s + i, v);
+      Isa::store(y + i, v);
+    }
+    for (; i < n; ++i) softmax_out(s[i], y + i);
   }
 }
 
@@ -230,10 +269,18 @@ void family_softmax(const void* xv, void* yv, int64_t rows, int64_t cols, const 
         acc[a] = tg_add(acc[a], v[j]);
       }
     };
+    // meanwhile the row's output lines are fetched for writing (pass 3 then stores to cache)
+    // and the next row's input lines for reading (the hardware's prefetch stops at pages)
+    const char* const out = reinterpret_cast<const char*>(y + r * cols);
+    const char* const next = reinterpret_cast<const char*>(xr + (r + 1 < rows ? cols : 0));
     for (i = 0; i < full; i += C) {
       for (int b = 0; b < C / B; ++b) {
         exp_block(xf + i + b * B, e + i + b * B);
         add_block(b);
+      }
+      for (size_t o = 0; o < C * sizeof(T); o += 64) {
+        __builtin_prefetch(out + i * sizeof(T) + o, 1);
+        __builtin_prefetch(next + i * sizeof(T) + o);
       }
     }
     if (full < cols) {
@@ -260,6 +307,175 @@ void family_softmax(const void* xv, void* yv, int64_t rows, int64_t cols, const 
       for (int k = 0; k < w; ++k) part[k] += part[k + w];
     // pass 3
     softmax_scale<Isa>(e, y + r * cols, cols, 1.0f / part[0]);
+  }
+}
+
+// ---------------------------------------------------------------- softmax across lanes
+// The same softmax for many short or strided vectors at once: up to B (a block of Isa) side by
+// side, vector t in lane t of every block, so that each one goes through the row kernel's
+// steps on its own lane: the max, e = exp2(fl(fl(x - m) log2(e))), element j into partial sum
+// j mod 16 in increasing j, the 16 halved 8/4/2/1, y = e * fl(1/s). Each vector thus gets the
+// bits family_softmax gives it as a row, whichever vectors share its block. The data pass
+// through the float32 scratch as cols blocks: e[j B + t] = element j of lane t (in the traits'
+// lane order when whole blocks are loaded from memory; their store undoes it).
+// One vector of float32 lanes from / to memory (any alignment).
+template <class V>
+TG_INLINE V softmax_load1(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V>
+TG_INLINE void softmax_store1(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class Isa, class T, class S>
+void family_softmax_lanes(const void* xv, void* yv, int64_t lane0, int64_t lane1, int64_t cols,
+                          int64_t inner, const FamilyCall& cref, float* e) {
+  const FamilyCall c = cref;
+  using V = typename Isa::V;
+  constexpr int K = Isa::K, B = Isa::B, L = B / K, P = kSoftmaxPartials;
+  static_assert(B <= kSoftmaxLaneBlock, "softmax lanes: the caller's scratch holds 32 lanes");
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  const V log2e = tg_splat(V{}, kSoftmaxLog2e), minus_one = tg_splat(V{}, -1.0f);
+  float* const stage = e + cols * B;  // short rows in memory order
+  V v[K];
+  int64_t off[B];
+  for (int64_t l = lane0; l < lane1;) {
+    const int64_t i = l % inner, base = (l / inner) * cols * inner + i;
+    // whole: B neighbours of one slice, blocks straight from memory; rows: B whole short
+    // rows, one contiguous stretch, transposed L x L at a time (at least L columns);
+    // else lane by lane
+    const bool whole = inner - i >= B && lane1 - l >= B;
+    const int n =
+        whole ? B : static_cast<int>(std::min<int64_t>(inner >= B ? inner - i : B, lane1 - l));
+    const bool rows = !whole && inner == 1 && n == B && cols >= L;
+    // runs: B lanes as K runs of L neighbours, each within one slice but not next to each
+    // other (inner under B, e.g. 16): the runs copied side by side through a block buffer
+    bool runs = !whole && !rows && n == B && inner >= L;
+    int64_t run[K];
+    for (int k = 0; k < K && runs; ++k) {
+      const int64_t lk = l + k * L;
+      runs = lk % inner + L <= inner;
+      run[k] = (lk / inner) * cols * inner + lk % inner;
+    }
+    T buf[B];
+    if (whole) {
+      // the next block's lines are fetched meanwhile: strided reads defeat the prefetchers
+      const bool next = inner - i >= 2 * B;
+      for (int64_t j = 0; j < cols; ++j) {
+        if (next) __builtin_prefetch(x + base + j * inner + B);
+        Isa::load(x + base + j * inner, v);
+        Isa::store(e + j * B, v);
+      }
+    } else if (runs) {
+      for (int64_t j = 0; j < cols; ++j) {
+        for (int k = 0; k < K; ++k) std::memcpy(buf + k * L, x + run[k] + j * inner, sizeof(T) * L);
+        Isa::load(buf, v);
+        Isa::store(e + j * B, v);
+      }
+    } else if (rows) {
+      const float* src;
+      if constexpr (std::is_same_v<T, float>) {
+        src = x + base;
+      } else {
+        softmax_widen<Isa>(x + base, stage, cols * B);
+        src = stage;
+      }
+      for (int k = 0; k < K; ++k)
+        for (int64_t j0 = 0; j0 < cols; j0 += L) {
+          const int64_t j = j0 + L <= cols ? j0 : cols - L;  // overlap rather than run past
+          Isa::transpose(src + k * L * cols + j, cols, e + j * B + k * L, B, nullptr);
+        }
+    } else {
+      for (int t = 0; t < B; ++t) {
+        off[t] = t < n ? ((l + t) / inner) * cols * inner + (l + t) % inner : 0;
+        const T* src = x + off[t];
+        for (int64_t j = 0; j < cols; ++j) e[j * B + t] = t < n ? softmax_in(src[j * inner]) : 0.0f;
+      }
+    }
+    // one vector of lanes at a time: the max (exact, so its order is free; four chains), e,
+    // and the 16 partial sums
+    // short rows: the next block's lines and this one's output lines are fetched while this
+    // block computes (one of each per step)
+    const int64_t block_bytes = B * cols * static_cast<int64_t>(sizeof(T));
+    const char* const next = reinterpret_cast<const char*>(x + base + B * cols);
+    const int64_t next_bytes = rows && lane1 - l >= 2 * B ? block_bytes : 0;
+    char* const out = reinterpret_cast<char*>(y + base);
+    const int64_t out_bytes = rows ? block_bytes : 0;
+    float inv[B];
+    for (int k = 0; k < K; ++k) {
+      float* const ek = e + k * L;
+      V m4[4];
+      for (int u = 0; u < 4; ++u) m4[u] = tg_splat(V{}, -INFINITY);
+      int64_t j = 0;
+      for (; j + 4 <= cols; j += 4)
+        for (int u = 0; u < 4; ++u)
+          m4[u] = tg_clamp_below(softmax_load1<V>(ek + (j + u) * B), m4[u]);
+      for (; j < cols; ++j) m4[0] = tg_clamp_below(softmax_load1<V>(ek + j * B), m4[0]);
+      const V m = tg_mul(tg_clamp_below(tg_clamp_below(m4[0], m4[1]), tg_clamp_below(m4[2], m4[3])),
+                         minus_one);  // -max exactly
+      for (j = 0; j < cols; ++j) {
+        const V t = family_forward<S>(tg_mul(tg_add(softmax_load1<V>(ek + j * B), m), log2e), c);
+        softmax_store1(ek + j * B, t);
+        const int64_t line = (k * cols + j) * 64;
+        if (line < next_bytes) __builtin_prefetch(next + line);
+        if (line < out_bytes) __builtin_prefetch(out + line, 1);
+      }
+      // the partial sums in a pass of their own: beside the exp2 program's constants the 16
+      // accumulators would not stay in registers
+      V acc[P];
+      for (int q = 0; q < P; ++q) acc[q] = tg_splat(V{}, 0.0f);
+      for (j = 0; j + P <= cols; j += P) {
+#pragma GCC unroll 16
+        for (int q = 0; q < P; ++q) acc[q] = tg_add(acc[q], softmax_load1<V>(ek + (j + q) * B));
+      }
+#pragma GCC unroll 16
+      for (int q = 0; q < P; ++q)
+        if (j + q < cols) acc[q] = tg_add(acc[q], softmax_load1<V>(ek + (j + q) * B));
+      for (int w = P / 2; w >= 1; w /= 2)
+        for (int q = 0; q < w; ++q) acc[q] = tg_add(acc[q], acc[q + w]);
+      softmax_store1(inv + k * L, acc[0]);
+    }
+    for (int t = 0; t < B; ++t) inv[t] = 1.0f / inv[t];
+    // y = e * (1 / s) on the way to memory: by blocks (or runs); short rows transposed back
+    // (the last L columns overlap the ones before rather than run past the row); else lane by
+    // lane
+    if (whole || runs) {
+      V iv[K];
+      Isa::load(inv, iv);
+      for (int64_t j = 0; j < cols; ++j) {
+        Isa::load(e + j * B, v);
+        for (int k = 0; k < K; ++k) v[k] = tg_mul(v[k], iv[k]);
+        if (whole) {
+          Isa::store(y + base + j * inner, v);
+        } else {
+          Isa::store(buf, v);
+          for (int k = 0; k < K; ++k)
+            std::memcpy(y + run[k] + j * inner, buf + k * L, sizeof(T) * L);
+        }
+      }
+    } else if (rows) {
+      float* dst;
+      if constexpr (std::is_same_v<T, float>) {
+        dst = y + base;
+      } else {
+        dst = stage;
+      }
+      for (int k = 0; k < K; ++k)
+        for (int64_t j0 = 0; j0 < cols; j0 += L) {
+          const int64_t j = j0 + L <= cols ? j0 : cols - L;
+          Isa::transpose(e + j * B + k * L, B, dst + k * L * cols + j, cols, inv + k * L);
+        }
+      if constexpr (!std::is_same_v<T, float>) softmax_narrow<Isa>(stage, y + base, cols * B);
+    } else {
+      for (int t = 0; t < n; ++t)
+        for (int64_t j = 0; j < cols; ++j)
+          softmax_out(e[j * B + t] * inv[t], y + off[t] + j * inner);
+    }
+    l += n;
   }
 }
 
@@ -300,6 +516,10 @@ void family_fill(FamilyKernels* table) {
         family_softmax<Isa, T, shapes::exp2_accurate>;
     table[family_index(kFamily_exp2, kTier_paper)].softmax[d] =
         family_softmax<Isa, T, shapes::exp2_paper>;
+    table[family_index(kFamily_exp2, kTier_accurate)].softmax_lanes[d] =
+        family_softmax_lanes<Isa, T, shapes::exp2_accurate>;
+    table[family_index(kFamily_exp2, kTier_paper)].softmax_lanes[d] =
+        family_softmax_lanes<Isa, T, shapes::exp2_paper>;
   }
 }
 

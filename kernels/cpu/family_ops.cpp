@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "dispatch.h"
@@ -87,12 +88,26 @@ using T = at::Tensor;
 using S = c10::string_view;
 
 // ---------------------------------------------------------------- softmax by exp2
-// Row-wise along dim by this instruction set's row kernel (family_loops.h's family_softmax:
-// in float32, m = the row's max, e = exp2(fl(fl(x - m) log2(e))) by the exp2 op's element
-// function in the tier asked for, s = the sum of e in an order fixed for every instruction
-// set, y = e * fl(1/s) rounded once to x's dtype). A NaN in a row makes the whole row NaN,
-// as torch.softmax's. Rows along another dim are moved last (one copy) first. float64 is
+// In float32, per vector along dim: m = its max, e = exp2(fl(fl(x - m) log2(e))) by the exp2
+// op's element function in the tier asked for, s = the sum of e in an order fixed for every
+// instruction set, y = e * fl(1/s) rounded once to x's dtype (family_loops.h). A NaN makes
+// the whole vector NaN, as torch.softmax's. Two kernels give the same bits: rows of at least
+// kSoftmaxRowMin along the last dim go row by row; shorter rows and vectors along any other
+// dim go up to 32 side by side in SIMD lanes, read in place (no transposing copy). float64 is
 // refused: the program is float32's.
+constexpr int64_t kSoftmaxRowMin = 128;
+
+// A thread's float32 scratch of n values on a 64-byte boundary: the kernels' full-vector
+// loads and stores to it would otherwise straddle two cache lines each.
+struct SoftmaxScratch {
+  explicit SoftmaxScratch(int64_t n) : buf(static_cast<size_t>(n) + 16) {}
+  float* data() {
+    const auto p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<float*>((p + 63) & ~static_cast<uintptr_t>(63));
+  }
+  std::vector<float> buf;
+};
+
 at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
   cpu::check_on_cpu(x, "softmax", "x");
   ops::check_dtype(x, "softmax");
@@ -105,21 +120,32 @@ at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
   Tier tier;
   const FamilyCall c = ops::family_call(kFamily_exp2, tier_name, "default", 1.0, &tier);
   const int64_t d = at::maybe_wrap_dim(dim, x.dim());
-  const T xc = (d == x.dim() - 1 ? x : x.movedim(d, -1)).contiguous();
+  const T xc = x.contiguous();
   T y = at::empty(xc.sizes(), xc.options());
-  const int64_t cols = xc.size(-1), rows = cols == 0 ? 0 : xc.numel() / cols;
-  const auto fn = pick(kFamily_exp2, tier, cpu::dtype_index_of(xc, "softmax"),
-                       [](const cpu::FamilyKernels& k) { return k.softmax; });
+  const int64_t cols = xc.size(d), lanes = cols == 0 ? 0 : xc.numel() / cols;
+  if (lanes == 0) return y;
+  const int64_t inner = xc.stride(d);  // contiguous: the product of the sizes after d
+  const int di = cpu::dtype_index_of(xc, "softmax");
   const char* xp = static_cast<const char*>(xc.const_data_ptr());
   char* yp = static_cast<char*>(y.data_ptr());
-  const int64_t row_bytes = cols * xc.element_size();
-  at::parallel_for(0, rows,
-                   std::max<int64_t>(1, cpu::parallel_grain() / std::max<int64_t>(cols, 1)),
-                   [&](int64_t lo, int64_t hi) {
-                     std::vector<float> scratch(static_cast<size_t>(cols));
-                     fn(xp + lo * row_bytes, yp + lo * row_bytes, hi - lo, cols, c, scratch.data());
-                   });
-  return d == x.dim() - 1 ? y : y.movedim(-1, d).contiguous();
+  const int64_t grain = std::max<int64_t>(1, cpu::parallel_grain() / cols);
+  if (inner == 1 && cols >= kSoftmaxRowMin) {
+    const auto fn =
+        pick(kFamily_exp2, tier, di, [](const cpu::FamilyKernels& k) { return k.softmax; });
+    const int64_t row_bytes = cols * xc.element_size();
+    at::parallel_for(0, lanes, grain, [&](int64_t lo, int64_t hi) {
+      SoftmaxScratch scratch(cols);
+      fn(xp + lo * row_bytes, yp + lo * row_bytes, hi - lo, cols, c, scratch.data());
+    });
+  } else {
+    const auto fn =
+        pick(kFamily_exp2, tier, di, [](const cpu::FamilyKernels& k) { return k.softmax_lanes; });
+    at::parallel_for(0, lanes, grain, [&](int64_t lo, int64_t hi) {
+      SoftmaxScratch scratch(2 * cols * cpu::kSoftmaxLaneBlock);
+      fn(xp, yp, lo, hi, cols, inner, c, scratch.data());
+    });
+  }
+  return y;
 }
 
 // ---------------------------------------------------------------- autograd guards

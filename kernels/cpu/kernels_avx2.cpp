@@ -122,6 +122,31 @@ struct Avx2Isa {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                         _mm256_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
   }
+  // d[c ds + r] = s[r ss + c] (times scale[c] when given) for r, c < 8: an 8 x 8 float32
+  // transpose in registers (the softmax's short rows to lanes and back), as avx512_isa.h's.
+  static void transpose(const float* s, int64_t ss, float* d, int64_t ds, const float* scale) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * ss);
+    if (scale != nullptr)
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_mul_ps(r[i], _mm256_loadu_ps(scale));
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4 g + c], lane l: column 4 l + c of rows 4 g .. 4 g + 3
+    for (int g = 0; g < 2; ++g) {
+      const __m256d a = _mm256_castps_pd(t[4 * g]), b = _mm256_castps_pd(t[4 * g + 2]);
+      const __m256d a2 = _mm256_castps_pd(t[4 * g + 1]), b2 = _mm256_castps_pd(t[4 * g + 3]);
+      r[4 * g] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+      r[4 * g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+      r[4 * g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(a2, b2));
+      r[4 * g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(a2, b2));
+    }
+    for (int c = 0; c < 4; ++c) {
+      _mm256_storeu_ps(d + c * ds, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+      _mm256_storeu_ps(d + (4 + c) * ds, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    }
+  }
   // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
   // aligned buffer to a 32-byte-aligned destination.
   static void stream_block(void* dst, const void* src, size_t bytes) {

@@ -23,6 +23,9 @@ struct ScalarIsa {
   static void store(float* p, const V (&v)[K]) { *p = v[0]; }
   static void store(f16_t* p, const V (&v)[K]) { p->bits = f32_to_f16(v[0]); }
   static void store(bf16_t* p, const V (&v)[K]) { p->bits = f32_to_bf16(v[0]); }
+  static void transpose(const float* s, int64_t, float* d, int64_t, const float* scale) {
+    *d = scale != nullptr ? *s * *scale : *s;
+  }
 };
 
 // float64: the same polynomial (float32 coefficients) evaluated in double.
