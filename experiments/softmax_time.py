@@ -11,8 +11,6 @@ runs or lane by lane) and can write them to a JSON file.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -20,6 +18,8 @@ from pathlib import Path
 import torch
 
 import turbogelu
+
+from . import records
 
 SHAPE = (32, 256, 256)
 # (shape, dim): 0.26M-2M elements each, one per path and edge of family_softmax_lanes /
@@ -117,14 +117,11 @@ def main() -> None:
         )
         if args.json is not None:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            meta = {
+            meta = records.machine_info() | {
                 "command": "python -m experiments.softmax_time --sweep "
                 f"--rounds {args.rounds} --calls {args.calls}",
-                "cpu": platform.processor() or platform.machine(),
-                "torch": torch.__version__,
-                "isa": turbogelu.cpu_program()["isa"],
             }
-            args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+            records.write_json(args.json, {"meta": meta, "rows": rows})
             print(f"wrote {args.json}")
         return
     for dtype in (torch.float32, torch.bfloat16):

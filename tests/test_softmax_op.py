@@ -179,12 +179,12 @@ def test_bits_are_the_documented_sum_order_on_every_isa(cols, dtype, isa):
 # Vectors along another dim, or rows shorter than the row kernel's minimum, go side by side in
 # SIMD lanes (family_softmax_lanes): inner 70 gives whole blocks of 32 (16 on AVX2) and a
 # narrower rest, inner 16 runs of one vector from two slices (AVX-512; whole blocks on AVX2),
-# inner 3 lanes gathered across the outer dim; each lane must keep the bits of the replay of
-# its vector.
+# inner 24 on AVX2 a block, then runs across two slices, inner 3 lanes gathered across the
+# outer dim; each lane must keep the bits of the replay of its vector.
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=IDS)
 @pytest.mark.parametrize("cols", [1, 17, 33, 130])
-@pytest.mark.parametrize("inner", [70, 16, 3])
+@pytest.mark.parametrize("inner", [70, 24, 16, 3])
 def test_bits_along_other_dims_are_the_rows_bits_on_every_isa(inner, cols, dtype, isa):
     x = _logits((3, cols, inner), scale=6.0, seed=cols + inner, dtype=dtype)
     for tier in ("accurate", "paper"):

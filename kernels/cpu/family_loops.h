@@ -349,18 +349,20 @@ void family_softmax_lanes(const void* xv, void* yv, int64_t lane0, int64_t lane1
     // rows, one contiguous stretch, transposed L x L at a time (at least L columns);
     // else lane by lane
     const bool whole = inner - i >= B && lane1 - l >= B;
-    const int n =
-        whole ? B : static_cast<int>(std::min<int64_t>(inner >= B ? inner - i : B, lane1 - l));
-    const bool rows = !whole && inner == 1 && n == B && cols >= L;
-    // runs: B lanes as K runs of L neighbours, each within one slice but not next to each
-    // other (inner under B, e.g. 16): the runs copied side by side through a block buffer
-    bool runs = !whole && !rows && n == B && inner >= L;
+    // runs: B lanes as K runs of L neighbours, each within one slice but not all next to each
+    // other (a slice's last lanes and the next one's first, or inner under B, e.g. 16): the
+    // runs copied side by side through a block buffer
+    bool runs = !whole && inner >= L && lane1 - l >= B;
     int64_t run[K];
     for (int k = 0; k < K && runs; ++k) {
       const int64_t lk = l + k * L;
       runs = lk % inner + L <= inner;
       run[k] = (lk / inner) * cols * inner + lk % inner;
     }
+    const int n = whole || runs
+                      ? B
+                      : static_cast<int>(std::min<int64_t>(inner >= B ? inner - i : B, lane1 - l));
+    const bool rows = !whole && !runs && inner == 1 && n == B && cols >= L;
     T buf[B];
     if (whole) {
       // the next block's lines are fetched meanwhile: strided reads defeat the prefetchers
