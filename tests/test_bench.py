@@ -699,3 +699,36 @@ def test_alone_repeat_sets_interleaved_and_two_alone_timings_side_by_side(monkey
     assert s["alone_vs_alone"]["off_by_more_than_tolerance"] == 1
     assert s["interleaved_vs_alone"]["off_by_more_than_tolerance"] == 1  # 260 / 200
     assert s["interleaved_vs_alone"]["slower_than_alone_a"] == 1
+
+
+def test_softmax_sweep_times_every_shape_and_writes_them(tmp_path, monkeypatch, capsys):
+    """experiments.softmax_time --sweep: a row per shape and dtype, written with the machine
+    and the command (the README's softmax figures come from such a file); bad flags refused."""
+    from experiments import softmax_time
+
+    monkeypatch.setattr(softmax_time, "SWEEP", [((4, 33), -1), ((3, 5, 2), 1)])
+    out = tmp_path / "sweep.json"
+    argv = ["softmax_time", "--sweep", "--rounds", "1", "--calls", "1", "--json", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    threads = torch.get_num_threads()
+    try:
+        softmax_time.main()  # times on one thread, as the README's figures
+    finally:
+        torch.set_num_threads(threads)
+    data = json.loads(out.read_text())
+    assert [(r["shape"], r["dim"], r["dtype"]) for r in data["rows"]] == [
+        ([4, 33], -1, "float32"),
+        ([4, 33], -1, "bfloat16"),
+        ([3, 5, 2], 1, "float32"),
+        ([3, 5, 2], 1, "bfloat16"),
+    ]
+    for r in data["rows"]:
+        assert r["torch_us"] > 0 and r["turbogelu_us"] > 0
+        assert r["ratio"] == pytest.approx(r["turbogelu_us"] / r["torch_us"])
+    assert data["meta"]["command"].startswith("python -m experiments.softmax_time --sweep")
+    assert data["meta"]["isa"] and data["meta"]["torch"] == torch.__version__
+    assert "slowest against torch" in capsys.readouterr().out
+    for bad in (["--json", str(out)], ["--sweep", "--rounds", "0"]):
+        monkeypatch.setattr(sys, "argv", ["softmax_time", *bad])
+        with pytest.raises(SystemExit):
+            softmax_time.main()
