@@ -19,8 +19,8 @@ about 11 minutes (the first sizing, 240 and 60 steps, took 17):
 * throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
   and task, and one profiled step per arm and task.
 
-The wall time measured for ``llm all`` is in ``MEASURED`` (639 s; every result's meta has its
-own).
+The wall time measured for ``llm all`` is in ``MEASURED`` (534 s in the reference run; every
+result's meta has its own).
 """
 
 MODEL = {"context": 128, "width": 128, "heads": 4, "layers": 4, "mlp_ratio": 4}
@@ -55,12 +55,13 @@ QUICK = {
     "warmup": 2,
 }
 
-# Measured: `python -m experiments llm all` (one thread) on the shared 2-core build machine
-# (Xeon, 2.1 GHz), 2026-12-01, at these settings, while light work (edits, a notebook in quick
-# mode, short tests) ran beside it: 639 s wall. Per protocol (each result's meta.wall_seconds):
-# seed 313 s (10 runs), swap 6 s, noise 281 s (50 runs), throughput 35 s. (The first sizing,
-# 240 and 60 steps, took 1012 s.)
-MEASURED = {"all_wall_s": 639, "seed_s": 313, "swap_s": 6, "noise_s": 281, "throughput_s": 35}
+# Measured: the `llm` step of the reference run (`python -m experiments.reproduce`, one
+# thread, on the shared 2-core build machine, a Xeon at 2.1 GHz, quiet), 2026-12-01, at these
+# settings: 534 s wall (results/reference/full/reproduce.json). Per protocol (each result's
+# meta.wall_seconds in results/reference/full/llm_*.json): seed 235 s (10 runs), swap 6 s,
+# noise 257 s (50 runs), throughput 30 s. (An earlier standalone `llm all`, with light work
+# beside it, took 639 s; the first sizing, 240 and 60 steps, 1012 s.)
+MEASURED = {"all_wall_s": 534, "seed_s": 235, "swap_s": 6, "noise_s": 257, "throughput_s": 30}
 
 # The source paper's figures ("Fast Polynomial Transcendentals for LLMs", the seed document
 # /work/shared/seeds/003_0783a5cae37bf496.txt; its README there names it). Each its own table:
