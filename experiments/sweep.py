@@ -19,7 +19,10 @@ notebook writes one JSON record to ``<out>/points/<id>.json`` (the parameter ``o
 and its executed copy goes to ``<out>/notebooks/<id>.ipynb``.
 
 The runner is resumable: a point whose record exists is not run again (the record is
-written atomically, last, so it exists only for a point that finished). Points run in
+written atomically, last, so it exists only for a point that finished), unless the record
+was made by other code: the runner stamps each record it ran with ``code_version`` (a hash of
+the point notebook, this file and the ``turbogelu`` package's Python sources) and runs a
+point again whose record has another stamp or none. Points run in
 parallel in a process pool (``--jobs``), each with its own kernel. Then ``aggregate`` reads
 the records of the sweep's points into ``table.csv`` and ``table.md`` and draws the Pareto
 front of max error against operation count (and against measured time where the points
@@ -31,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
+import hashlib
 import itertools
 import json
 import os
@@ -307,6 +311,26 @@ def _execute(notebook: str, out_nb: str, params: dict) -> str:
     return out_nb
 
 
+def code_version(notebook: str | Path) -> str:
+    """A hash of what a point's record depends on: the point notebook, this runner and the
+    ``turbogelu`` package's Python sources (the fits, the replays, the error reports). The
+    compiled kernels only time a point, and a time is not compared."""
+    repo = notebooks.REPO
+    files = [Path(notebook), Path(__file__), *sorted((repo / "turbogelu").rglob("*.py"))]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.resolve().relative_to(repo.resolve()).as_posix().encode() + b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _stamp(record: Path) -> str | None:
+    try:
+        return records.read_json(record).get("code_version")
+    except (OSError, ValueError, AttributeError):
+        return None  # unreadable or not an object: run the point again
+
+
 def run(
     path: str | Path = DEFAULT_SWEEP,
     *,
@@ -323,17 +347,26 @@ def run(
     d = out_dir(sweep, quick, out)
     nb = notebooks.notebook_path(notebooks.REPO / sweep["notebook"])
     pts = points(sweep, quick)
+    version = code_version(nb)
     with runner_lock(d):  # what is done is read under the lock: a runner that just ended counts
-        todo, skipped = [], []
+        todo, skipped, stale = [], [], 0
         for p in pts:
             pid = point_id(p)
             rec = d / "points" / f"{pid}.json"
-            (skipped if rec.is_file() else todo).append((pid, p, rec))
-        log(f"sweep {sweep['name']}: {len(pts)} points, {len(skipped)} done, {len(todo)} to run")
+            done = rec.is_file() and _stamp(rec) == version
+            stale += rec.is_file() and not done
+            (skipped if done else todo).append((pid, p, rec))
+        log(
+            f"sweep {sweep['name']}: {len(pts)} points, {len(skipped)} done, {len(todo)} to run"
+            + (f" ({stale} made by other code)" if stale else "")
+        )
         failed = _run_points(nb, d, todo, jobs, quick, log)
         ran = [pid for pid, _, _ in todo if pid not in failed]
-        records = [d / "points" / f"{point_id(p)}.json" for p in pts]
-        agg = aggregate([r for r in records if r.is_file()], d, title=sweep["name"])
+        for pid, _, rec in todo:
+            if pid in ran:
+                records.write_json(rec, {**records.read_json(rec), "code_version": version})
+        made = [d / "points" / f"{point_id(p)}.json" for p in pts]
+        agg = aggregate([r for r in made if r.is_file()], d, title=sweep["name"])
     return {"ran": ran, "skipped": [s[0] for s in skipped], "failed": failed, "out_dir": d, **agg}
 
 

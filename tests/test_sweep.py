@@ -165,10 +165,23 @@ def test_two_point_sweep_resumes(tmp_path):
     assert (out / "pareto.png").stat().st_size > 0
     assert "front" in (out / "table.md").read_text()
 
+    assert {r["code_version"] for r in rows} == {
+        sweep.code_version(sweep.notebooks.REPO / "notebooks/sweep_point.ipynb")
+    }
+
     again = sweep.run(f, jobs=2, quick=True, out=out, log=lambda m: None)
     assert again["ran"] == [] and len(again["skipped"]) == 2
     assert {p: p.stat().st_mtime_ns for p in recs} == stamps
     assert {p: p.stat().st_mtime_ns for p in (out / "notebooks").glob("*.ipynb")} == nb_stamps
+
+    # a record made by other code (another stamp, or none: before stamps) runs again
+    old = recs[0]
+    old.write_text(json.dumps({**json.loads(old.read_text()), "code_version": "older"}))
+    lines = []
+    third = sweep.run(f, jobs=1, quick=True, out=out, log=lines.append)
+    assert third["ran"] == [old.stem] and third["skipped"] == [recs[1].stem]
+    assert "(1 made by other code)" in lines[0]
+    assert json.loads(old.read_text())["code_version"] == rows[0]["code_version"]
 
 
 def test_time_spec_times_a_fitted_spec_through_poly_gelu():
