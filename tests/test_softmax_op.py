@@ -203,3 +203,8 @@ def test_special_values_on_every_isa():
             got = turbogelu.softmax(x)
         assert torch.isnan(got[1:]).all(), isa
         assert_same_bits(got[0], _replay(x[:1], "accurate")[0], isa)
+        # the same vectors along dim 0, side by side in lanes: the same bits and NaNs
+        wide = x.repeat(10, 1)  # 40 vectors: a whole block and a rest
+        with tops.use_cpu_isa(isa):
+            cols = turbogelu.softmax(wide.T.contiguous(), 0).T
+        assert_same_bits(cols, got.repeat(10, 1), isa)

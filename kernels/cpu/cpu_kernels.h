@@ -61,8 +61,9 @@ using FamilySoftmaxFn = void (*)(const void* x, void* y, int64_t rows, int64_t c
 //           (outer, cols, inner) and softmaxed along its middle dim: lane l = o inner + i holds
 //           elements o cols inner + j inner + i, j < cols (inner = 1: rows, for short ones).
 //           Up to kSoftmaxLaneBlock lanes at a time side by side in SIMD lanes, through
-//           `scratch` (2 cols kSoftmaxLaneBlock floats of the caller's); each lane gets the bits
-//           the row kernel gives its row (family_loops.h's family_softmax_lanes)
+//           `scratch` (cols kSoftmaxLaneBlock floats of the caller's, twice that for rows:
+//           inner = 1); each lane gets the bits the row kernel gives its row
+//           (family_loops.h's family_softmax_lanes)
 constexpr int kSoftmaxLaneBlock = 32;
 using FamilySoftmaxLanesFn = void (*)(const void* x, void* y, int64_t lane0, int64_t lane1,
                                       int64_t cols, int64_t inner, const FamilyCall& c,

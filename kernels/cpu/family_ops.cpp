@@ -141,7 +141,7 @@ at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
     const auto fn =
         pick(kFamily_exp2, tier, di, [](const cpu::FamilyKernels& k) { return k.softmax_lanes; });
     at::parallel_for(0, lanes, grain, [&](int64_t lo, int64_t hi) {
-      SoftmaxScratch scratch(2 * cols * cpu::kSoftmaxLaneBlock);
+      SoftmaxScratch scratch((inner == 1 ? 2 : 1) * cols * cpu::kSoftmaxLaneBlock);
       fn(xp, yp, lo, hi, cols, inner, c, scratch.data());
     });
   }
