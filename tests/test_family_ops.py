@@ -357,3 +357,33 @@ def test_tier_errors():
         OPS.sigmoid(x.to("meta"), tier="fast")
     with pytest.raises(ValueError, match="tier must be"):
         turbogelu.Tanh(tier="exact")
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_streaming_stores_give_the_plain_bits(dtype, isa):
+    """The family's loops with non-temporal stores (float16 blocks written straight from the
+    registers, the rest through the block buffer), outputs at every offset in a cache line:
+    the bits of plain stores, forward and backward, unary and gated."""
+    import turbogelu.ops as tops
+
+    gen = torch.Generator().manual_seed(5)
+    base = (torch.randn(5_000, generator=gen) * 4).to(dtype)
+    gbase = torch.randn(5_000, generator=gen).to(dtype)
+    for offset in range(0, 64 // base.element_size() + 1, 5):
+        for n in (33, 4_000):
+            x, g = base[offset : offset + n], gbase[offset : offset + n]
+            out = {}
+            for store in ("plain", "stream"):
+                with tops.use_cpu_store(store):
+                    got = []
+                    for fn in UNARY:
+                        o = torch.empty(n + offset, dtype=dtype)[offset:]  # misaligned output
+                        getattr(OPS, fn).out(x, out=o)
+                        ob = torch.empty(n + offset, dtype=dtype)[offset:]
+                        getattr(OPS, f"{fn}_backward").out(g, x, out=ob)
+                        got += [o, ob]
+                    o = torch.empty(n + offset, dtype=dtype)[offset:]
+                    OPS.swiglu.out(x, g, out=o)
+                    out[store] = [*got, o]
+            for a, b in zip(out["plain"], out["stream"], strict=True):
+                assert_same_bits(a, b, f"{isa} offset {offset} n {n}")

@@ -128,6 +128,14 @@ struct Avx512Isa {
     _mm512_stream_ps(p, v[0].v);
     _mm512_stream_ps(p + 16, v[1].v);
   }
+  // float16 blocks likewise, the two conversions joined in a register: through the buffer,
+  // the 64-byte load of what two 32-byte stores had just written could not be forwarded from
+  // the store buffer and stalled every block (the same bits either way).
+  static void stream_store(f16_t* p, const V (&v)[K]) {
+    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(v[0].v, kRound)),
+                                         _mm512_cvtps_ph(v[1].v, kRound), 1);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), w);
+  }
   // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
   // aligned buffer to a 32-byte-aligned destination.
   static void stream_block(void* dst, const void* src, size_t bytes) {

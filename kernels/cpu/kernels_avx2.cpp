@@ -147,6 +147,14 @@ struct Avx2Isa {
       _mm256_storeu_ps(d + (4 + c) * ds, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
     }
   }
+  // float16 blocks with non-temporal stores straight from the registers (p 32-byte aligned):
+  // through the buffer, the 32-byte load of what two 16-byte stores had just written could
+  // not be forwarded and stalled every block (the same bits either way).
+  static void stream_store(f16_t* p, const V (&v)[K]) {
+    const __m256i w =
+        _mm256_set_m128i(_mm256_cvtps_ph(v[1].v, kRound), _mm256_cvtps_ph(v[0].v, kRound));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), w);
+  }
   // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
   // aligned buffer to a 32-byte-aligned destination.
   static void stream_block(void* dst, const void* src, size_t bytes) {
