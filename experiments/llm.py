@@ -86,7 +86,7 @@ def polynomial_arm(tier: str = "accurate") -> Arm:
         gelu=turbogelu.gelu,
         silu=partial(ops.silu, tier=tier) if have["silu"] else _missing("silu"),
         # B3 runs the polynomial derivative in the backward too, as the paper does (autograd's
-        # default for sigmoid would reuse PyTorch's y * (1 - y) on the saved result).
+        # default for sigmoid would compute PyTorch's y * (1 - y) on the saved result).
         sigmoid=(
             partial(ops.sigmoid, tier=tier, backward="direct")
             if have["sigmoid"]

@@ -478,8 +478,8 @@ def test_family_autograd_on_cuda_uses_the_cuda_backward():
         x.grad = b.grad = None
         cap = _caps(op)[-1]
         args = _args(op, x, b, cap)
-        # "direct": the CUDA backward op (autograd's default for sigmoid and tanh is
-        # PyTorch's kernel on the saved result, not this project's; test_family_api.py).
+        # "direct": the CUDA backward op (autograd's default for sigmoid and tanh is the
+        # backward from the saved result, PyTorch's ops on CUDA; test_from_output.py).
         getattr(turbogelu, op)(*args, backward="direct").backward(g)
         want = _backward(op, gd, _args(op, xd, bd, cap), "direct")
         assert x.grad.device.type == DEVICE

@@ -18,8 +18,9 @@ kernels, autograd and the public functions. The schemas (kernels/common/schema.c
 backward ops take the forward's input, not its result, and recompute the derivative:
 ``backward`` picks it, "direct" (a fit of f', the default where the spec measured it the
 more accurate) or "matched" (the exact derivative of the forward program: gradcheck holds).
-Autograd's "default" for sigmoid and tanh is neither: it differentiates from the saved result
-(``FROM_OUTPUT``: PyTorch's formula and kernel, faster than any recomputation from x).
+Autograd's "default" for sigmoid, tanh and exp2 is neither: it differentiates from the saved
+result, ``<fn>_backward_from_output(Tensor grad, Tensor y) -> Tensor`` (+ .out; ``FROM_OUTPUT``:
+PyTorch's formula, this package's kernels on the CPU, faster than any recomputation from x).
 Every op also takes ``tier``: "accurate" (the default) or "paper" (the source paper's Table 2
 programs, data/specs/<function>/paper.json: fewer operations, errors of a few 1e-3).
 """
@@ -172,6 +173,80 @@ def _swiglu_backward_out_fake(grad, a, b, backward="default", tier="accurate", *
     _check_gated(a, b, grad=grad, grad_a=grad_a, grad_b=grad_b)
 
 
+# ---------------------------------------------------------------- backward from the result
+# <fn>_backward_from_output(grad, y) for fn in FROM_OUTPUT_FUNCTIONS: autograd's default
+# backward of sigmoid, tanh and exp2, from the saved result y = f(x) in PyTorch's formula and
+# order, each step rounded in float32 (float64 in float64; 16-bit data is widened and the
+# result rounded once; kernels/include/turbogelu/family.h's from_output):
+#   sigmoid  grad * (1 - y) * y      tanh  grad * fma(-y, y, 1)      exp2  grad * y * ln 2
+# The CPU runs the family's kernels (loops, stores and thread split as every family op's);
+# CUDA and MPS run PyTorch's ops, which compute the same formula.
+FROM_OUTPUT_FUNCTIONS = ("sigmoid", "tanh", "exp2")
+
+
+def _from_output_elsewhere(name: str, grad, y):
+    """The formula by PyTorch's ops (a device without this package's from-output kernels)."""
+    if name == "sigmoid":
+        return torch.ops.aten.sigmoid_backward(grad, y)
+    if name == "tanh":
+        return torch.ops.aten.tanh_backward(grad, y)
+    return grad * y * math.log(2.0)
+
+
+def _register_from_output(name: str) -> None:
+    op = f"{name}_backward_from_output"
+
+    def check(grad, y, **outs):
+        check_same_device(op, y, grad=grad, **outs)
+        _gelu_ops._check_dtype(y, op)
+        _check_like(grad, y, op, "grad", "y")
+        for what, t in outs.items():
+            _check_like(t, y, op, what, "y")
+
+    @torch.library.register_fake(f"turbogelu::{op}")
+    def _fake(grad, y):
+        check(grad, y)
+        return torch.empty_like(y)
+
+    @torch.library.register_fake(f"turbogelu::{op}.out")
+    def _fake_out(grad, y, *, out):
+        check(grad, y, out=out)
+
+    def elsewhere(grad, y):
+        check(grad, y)
+        return _from_output_elsewhere(name, grad, y)
+
+    def elsewhere_out(grad, y, *, out):
+        check(grad, y, out=out)
+        out.copy_(_from_output_elsewhere(name, grad, y))
+
+    for key in ("CUDA", "MPS"):
+        torch.library.impl(f"turbogelu::{op}", key, elsewhere)
+        torch.library.impl(f"turbogelu::{op}.out", key, elsewhere_out)
+
+    # Differentiable, as PyTorch's sigmoid_backward and tanh_backward are (second
+    # derivatives through y's own backward): d/dgrad is the op itself on the incoming
+    # gradient; d/dy is grad * (1 - 2y), grad * -2y and grad * ln 2.
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    def backward(ctx, gg):
+        grad, y = ctx.saved_tensors
+        if name == "sigmoid":
+            dy = gg * grad * (1 - 2 * y)
+        elif name == "tanh":
+            dy = gg * grad * (-2 * y)
+        else:
+            dy = gg * grad * math.log(2.0)
+        return getattr(_ops, op)(gg, y), dy
+
+    torch.library.register_autograd(f"turbogelu::{op}", backward, setup_context=setup)
+
+
+for _name in FROM_OUTPUT_FUNCTIONS:
+    _register_from_output(_name)
+
+
 # ---------------------------------------------------------------- autograd
 
 
@@ -189,23 +264,24 @@ def _no_context(ctx, inputs, output):
 
 
 # Autograd's default backward of sigmoid and tanh differentiates from the saved result y, as
-# PyTorch's own does, with PyTorch's kernels: grad * y * (1 - y) and grad * (1 - y^2) are two
-# multiplies a element, which no derivative recomputed from x (degree 11 and 12 in the
-# accurate tier) can match on a CPU, and in float32 they are also the more accurate (y's
-# error of at most 3e-5 becomes at most |1 - 2y| or 2|y| times it). "direct" and "matched"
-# recompute the derivative from x (the backward ops); in bfloat16 and float16 "direct" is the
-# more accurate, as it does not inherit the rounding of y (tests/test_family_api.py measures
-# both).
+# PyTorch's own does (the <fn>_backward_from_output ops above: PyTorch's formula, this
+# package's kernels on the CPU): grad * (1 - y) * y and grad * (1 - y^2) are two multiplies
+# an element, which no derivative recomputed from x (degree 11 and 12 in the accurate tier)
+# can match on a CPU, and in float32 they are also the more accurate (y's error of at most
+# 3e-5 becomes at most |1 - 2y| or 2|y| times it). "direct" and "matched" recompute the
+# derivative from x (the backward ops); in bfloat16 and float16 "direct" is the more
+# accurate, as it does not inherit the rounding of y (tests/test_family_api.py measures both).
 FROM_OUTPUT = {
-    "sigmoid": torch.ops.aten.sigmoid_backward,
-    "tanh": torch.ops.aten.tanh_backward,
+    "sigmoid": _ops.sigmoid_backward_from_output,
+    "tanh": _ops.tanh_backward_from_output,
 }
 
 
 def exp2_from_output(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """exp2's autograd default, from the saved result as sigmoid's and tanh's: d/dx 2^x =
-    ln 2 * 2^x, two multiplies in the dtype (no recomputation from x)."""
-    return grad * y * math.log(2.0)
+    ln 2 * 2^x, grad * y * ln 2 (two multiplies, rounded once in 16-bit; no recomputation
+    from x)."""
+    return _ops.exp2_backward_from_output(grad, y)
 
 
 def _register_unary_autograd(name: str, from_output=None) -> None:

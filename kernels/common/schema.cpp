@@ -43,6 +43,13 @@ TORCH_LIBRARY(turbogelu, m) {
                "str tier=\"accurate\", *, Tensor(a!) out) -> ()")
               .c_str());
   }
+  // Autograd's default backward of sigmoid, tanh and exp2, from the saved result y = f(x)
+  // rather than x (PyTorch's formula and order; CPU kernels, PyTorch's ops elsewhere).
+  for (const char* f : {"sigmoid", "tanh", "exp2"}) {
+    const std::string n = std::string(f) + "_backward_from_output";
+    m.def((n + "(Tensor grad, Tensor y) -> Tensor").c_str());
+    m.def((n + ".out(Tensor grad, Tensor y, *, Tensor(a!) out) -> ()").c_str());
+  }
   // softcap(x, cap) = cap * tanh(x / cap), cap a positive finite float.
   m.def(
       "softcap(Tensor x, float cap, *, str backward=\"default\", str tier=\"accurate\") -> Tensor");

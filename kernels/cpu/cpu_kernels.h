@@ -52,6 +52,8 @@ using FamilyBinaryFn = void (*)(const void* a, const void* b, void* out, int64_t
                                 const FamilyCall& c, bool stream);
 using FamilyPairFn = void (*)(const void* g, const void* a, const void* b, void* out_a, void* out_b,
                               int64_t n, const FamilyCall& c);
+//   from_output  grad f'(x) from the saved result y = f(x): out = from_output(grad, y)
+//           (family.h's TG_FROM_OUTPUT_OPS; (a, b) = (grad, y), the binary signature)
 //   softmax `rows` contiguous rows of `cols` elements, x to y, by exp2 (family_loops.h's
 //           family_softmax; the exp2 op's entries only); `scratch`: cols floats of the caller's
 //           (one per thread)
@@ -72,6 +74,7 @@ struct FamilyKernels {
   FamilyUnaryFn unary[kNumDTypes];
   FamilyBinaryFn binary[kNumDTypes];
   FamilyPairFn pair[kNumDTypes];
+  FamilyBinaryFn from_output[kNumDTypes];
   FamilySoftmaxFn softmax[kNumDTypes];
   FamilySoftmaxLanesFn softmax_lanes[kNumDTypes];
 };

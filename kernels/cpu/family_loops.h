@@ -110,6 +110,14 @@ void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob
                    [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); });
 }
 
+// grad f'(x) from the saved y = f(x) (family.h's from_output); FamilyCall unused.
+template <class Isa, class T, FamilyOp Op>
+void family_from_output(const void* g, const void* y, void* out, int64_t n, const FamilyCall&,
+                        bool stream) {
+  using V = typename Isa::V;
+  map2_any<Isa, T>(g, y, out, n, stream, [](V gv, V yv) { return from_output<Op>(gv, yv); });
+}
+
 // ---------------------------------------------------------------- softmax rows by exp2
 // Per row, in float32: m = the row's max; e = exp2(fl(fl(x - m) log2(e))) by the exp2 op's
 // element function, kept in the float32 scratch; s = the sum of e in a fixed order; y =
@@ -512,6 +520,13 @@ void family_fill(FamilyKernels* table) {
       table[family_index(kFamily_##op, kTier_paper)]);
   TG_FAMILY_OPS(TG_FILL)
 #undef TG_FILL
+  // The from-output backward has no program: both tiers' entries hold it.
+#define TG_FILL_FROM_OUTPUT(op)                                                             \
+  for (int tier = 0; tier < kNumTiers; ++tier)                                              \
+    table[family_index(kFamily_##op, static_cast<Tier>(tier))].from_output[dtype_of<T>()] = \
+        family_from_output<Isa, T, kFamily_##op>;
+  TG_FROM_OUTPUT_OPS(TG_FILL_FROM_OUTPUT)
+#undef TG_FILL_FROM_OUTPUT
   if constexpr (!std::is_same_v<T, double>) {
     constexpr int d = dtype_of<T>();
     table[family_index(kFamily_exp2, kTier_accurate)].softmax[d] =

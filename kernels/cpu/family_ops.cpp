@@ -52,10 +52,24 @@ struct CpuFamilyBackend {
 
   static void launch_binary(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
                             const at::Tensor& out, const FamilyCall& c) {
+    launch_two(op, tier, a, b, out, c, [](const cpu::FamilyKernels& k) { return k.binary; });
+  }
+
+  // grad f'(x) from the saved y = f(x) (family.h's TG_FROM_OUTPUT_OPS): no program.
+  static void launch_from_output(FamilyOp op, const at::Tensor& grad, const at::Tensor& y,
+                                 const at::Tensor& out) {
+    launch_two(op, kTier_accurate, grad, y, out, FamilyCall{},
+               [](const cpu::FamilyKernels& k) { return k.from_output; });
+  }
+
+  // Two inputs, one output, by the kernel `member` picks from a table entry.
+  template <class Member>
+  static void launch_two(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
+                         const at::Tensor& out, const FamilyCall& c, Member member) {
     const int64_t n = a.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(a, family_op(op).name);
-    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.binary; });
+    const auto fn = pick(op, tier, d, member);
     const char* ap = static_cast<const char*>(a.const_data_ptr());
     const char* bp = static_cast<const char*>(b.const_data_ptr());
     char* op_ = static_cast<char*>(out.data_ptr());
@@ -148,6 +162,48 @@ at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
   return y;
 }
 
+// ---------------------------------------------------------------- backward from the result
+// <op>_backward_from_output(grad, y): autograd's default backward of sigmoid, tanh and exp2
+// (turbogelu/family.py's FROM_OUTPUT), from the saved result y = f(x) in PyTorch's formula
+// and order (family.h's from_output), through the family's loops, stores and thread split.
+// Other devices run PyTorch's ops (family.py).
+
+std::string from_output_name(FamilyOp op) {
+  return std::string(family_op(op).name) + "_backward_from_output";
+}
+
+void check_from_output(const std::string& name, const T& grad, const T& y) {
+  cpu::check_on_cpu(y, name.c_str(), "y");
+  cpu::check_on_cpu(grad, name.c_str(), "grad");
+  ops::check_dtype(y, name.c_str());
+  ops::check_like(grad, y, name.c_str(), "grad", "y");
+}
+
+template <FamilyOp Op>
+T from_output_cpu(const T& grad, const T& y) {
+  check_from_output(from_output_name(Op), grad, y);
+  T out = at::empty_like(y);
+  CpuFamilyBackend::launch_from_output(Op, ops::in_layout_of(grad, out), ops::in_layout_of(y, out),
+                                       out);
+  return out;
+}
+
+template <FamilyOp Op>
+void from_output_out_cpu(const T& grad, const T& y, const T& out) {
+  const std::string name = from_output_name(Op);
+  check_from_output(name, grad, y);
+  cpu::check_on_cpu(out, name.c_str(), "out");
+  ops::check_like(out, y, name.c_str(), "out", "y");
+  at::assert_no_internal_overlap(out);
+  at::assert_no_partial_overlap(out, y);
+  at::assert_no_partial_overlap(out, grad);
+  // out may be grad or y itself: each element is read before it is written.
+  const T target = ops::result_buffer(out, y);
+  CpuFamilyBackend::launch_from_output(Op, ops::in_layout_of(grad, target),
+                                       ops::in_layout_of(y, target), target);
+  if (!target.is_same(out)) out.copy_(target);
+}
+
 // ---------------------------------------------------------------- autograd guards
 // As GELU's (gelu_ops.cpp): the mutating forms have no derivative; refuse when a gradient
 // would be needed, run below autograd, and bump the version of what they write.
@@ -200,6 +256,12 @@ void unary_backward_out_ag(const T& g, const T& x, S bw, S tier, const T& out) {
   below_autograd(op, std::string(family_op(Op).name) + "_backward(out=)", {&g, &x, &out}, {&out}, g,
                  x, bw, tier, out);
 }
+template <FamilyOp Op>
+void from_output_out_ag(const T& g, const T& y, const T& out) {
+  using Sig = void(const T&, const T&, const T&);
+  static const auto op = find_op<Sig>("turbogelu::" + from_output_name(Op), "out");
+  below_autograd(op, from_output_name(Op) + "(out=)", {&g, &y, &out}, {&out}, g, y, out);
+}
 void softcap_out_ag(const T& x, double cap, S tier, const T& out) {
   static const auto op = find_op<void(const T&, double, S, const T&)>("turbogelu::softcap", "out");
   below_autograd(op, "softcap(out=)", {&x, &out}, {&out}, x, cap, tier, out);
@@ -231,6 +293,11 @@ void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, S tier, co
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
   ops::impl_family_ops<CpuFamilyBackend>(m);
   m.impl("softmax", &softmax_cpu);
+#define TG_FROM_OUTPUT(op)                                             \
+  m.impl(#op "_backward_from_output", &from_output_cpu<kFamily_##op>); \
+  m.impl(#op "_backward_from_output.out", &from_output_out_cpu<kFamily_##op>);
+  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT)
+#undef TG_FROM_OUTPUT
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
@@ -248,6 +315,10 @@ TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
   m.impl("softcap_backward.out", &softcap_backward_out_ag);
   m.impl("swiglu.out", &swiglu_out_ag);
   m.impl("swiglu_backward.out", &swiglu_backward_out_ag);
+#define TG_FROM_OUTPUT_AG(op) \
+  m.impl(#op "_backward_from_output.out", &from_output_out_ag<kFamily_##op>);
+  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT_AG)
+#undef TG_FROM_OUTPUT_AG
 }
 
 }  // namespace turbogelu

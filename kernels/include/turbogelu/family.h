@@ -4,6 +4,8 @@
 // its schemas and Python wrappers.
 #pragma once
 
+#include <type_traits>
+
 #include "turbogelu/family_coeffs.h"
 
 // X(op, function whose programs it runs, kind):
@@ -17,6 +19,11 @@
   X(softcap, tanh, Scaled)   \
   X(swiglu, silu, Gated)     \
   X(exp2, exp2, Plain)
+
+// The Plain ops whose autograd default differentiates from the saved result y rather than
+// from x (family_eval.h's from_output: two or three multiplies an element, PyTorch's own
+// formula and order); the CPU has kernels for them (<op>_backward_from_output).
+#define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(exp2)
 
 namespace turbogelu {
 
@@ -80,4 +87,29 @@ inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
   return table[family_index(op, tier)];
 }
 
+inline namespace TG_ISA_NAMESPACE {
+
+// The derivative from the saved result y = f(x), PyTorch's formulas, each step rounded:
+//   sigmoid  fl(fl(grad fl(1 - y)) y)    tanh  fl(grad fma(-y, y, 1))    exp2  fl(fl(grad y) ln 2)
+// (1 - y as fma(y, -1, 1), one rounding as a subtraction's; tanh's 1 - y^2 in one rounding,
+// which keeps its accuracy as |y| nears 1; exp2's ln 2 rounded to the lanes' type).
+// tests/test_from_output.py replays it.
+template <FamilyOp Op, class V>
+TG_HD TG_INLINE V from_output(V grad, V y) {
+  const V one = tg_splat(V{}, 1.0f), minus_one = tg_splat(V{}, -1.0f);
+  if constexpr (Op == kFamily_sigmoid) {
+    return tg_mul(tg_mul(grad, tg_fma(y, minus_one, one)), y);
+  } else if constexpr (Op == kFamily_tanh) {
+    return tg_mul(grad, tg_fma(tg_mul(y, minus_one), y, one));
+  } else {
+    static_assert(Op == kFamily_exp2, "from_output: sigmoid, tanh or exp2");
+    if constexpr (std::is_same_v<V, double>) {
+      return tg_mul(tg_mul(grad, y), 0.6931471805599453);  // ln 2 to double
+    } else {
+      return tg_mul(tg_mul(grad, y), tg_splat(V{}, 0x1.62e430p-1f));  // ln 2 to float32
+    }
+  }
+}
+
+}  // namespace TG_ISA_NAMESPACE
 }  // namespace turbogelu

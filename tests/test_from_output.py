@@ -1,0 +1,223 @@
+"""The backward from the saved result, ``<fn>_backward_from_output(grad, y)`` for sigmoid, tanh
+and exp2 (autograd's default for them): bit for bit a replay of its formula on every
+instruction set and every 16-bit y, float64, IEEE special values, layouts, out= and the
+streaming stores, its errors, opcheck, and that autograd runs it."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from conftest import HALF_DTYPES, assert_same_bits
+from torch.library import opcheck
+
+import turbogelu
+import turbogelu.ops as tops
+from turbogelu import family
+
+OPS = torch.ops.turbogelu
+FUNCTIONS = family.FROM_OUTPUT_FUNCTIONS
+STORAGE = [torch.float32, torch.float16, torch.bfloat16]
+IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
+LN2_F32 = np.float32(math.log(2.0))  # ln 2 rounded to float32 (0x1.62e430p-1)
+SPECIALS = [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e-40, -1e-45, 0.5]
+
+
+def _op(fn: str):
+    return getattr(OPS, f"{fn}_backward_from_output")
+
+
+def _one_minus_y2(y: np.ndarray) -> np.ndarray:
+    """fl32(fma(-y, y, 1)) for float32 y: y*y is exact in float64 (48 bits), and s = fl64(1 -
+    y*y) rounds to float32 as the exact value does unless s is inexact and sits at a float32
+    rounding boundary, which is checked (not assumed) here."""
+    y = y.astype(np.float64)
+    p = y * y
+    s = 1.0 - p
+    with np.errstate(invalid="ignore"):
+        e = (1.0 - s) - p  # the rounding error of s (Fast2Sum: |1| >= |p| for |y| <= 1)
+        inexact = (np.abs(y) <= 1) & (e != 0)
+        up = np.nextafter(s, np.inf).astype(np.float32)
+        down = np.nextafter(s, -np.inf).astype(np.float32)
+        boundary = (up != s.astype(np.float32)) | (down != s.astype(np.float32))
+    assert not (inexact & boundary).any(), "the float64 emulation of the fma would round twice"
+    assert (np.abs(y[np.isfinite(y)]) <= 1).all(), "the replay covers |y| <= 1"
+    return s.astype(np.float32)
+
+
+def replay(fn: str, g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The kernels' formula in float32, each step rounded (numpy float32 operations)."""
+    g, y = g.astype(np.float32), y.astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if fn == "sigmoid":
+            return (g * (np.float32(1) - y)) * y
+        if fn == "tanh":
+            return g * _one_minus_y2(y)
+        return (g * y) * LN2_F32
+
+
+def _ys(fn: str, dtype: torch.dtype) -> torch.Tensor:
+    """Every 16-bit value (tanh: those in [-1, 1], its range, and the specials), or float32
+    results of the forward over a wide sweep, with the specials."""
+    if dtype in HALF_DTYPES:
+        y = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+        if fn == "tanh":
+            y = y[~(y.float().abs() > 1) | ~torch.isfinite(y)]
+        return y
+    x = torch.cat([torch.linspace(-30, 30, 40_001), torch.randn(20_000) * 8])
+    y = getattr(turbogelu, fn)(x)
+    return torch.cat([y, torch.tensor(SPECIALS)])
+
+
+def _grads(n: int, dtype: torch.dtype, seed: int = 1) -> torch.Tensor:
+    g = torch.randn(n, generator=torch.Generator().manual_seed(seed)) * 3
+    g[:8] = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 1e-30])
+    return g.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_bits_are_the_formula(fn, dtype, isa):
+    y = _ys(fn, dtype)
+    g = _grads(y.numel(), dtype)
+    want = torch.from_numpy(replay(fn, g.float().numpy(), y.float().numpy())).to(dtype)
+    assert_same_bits(_op(fn)(g, y), want, f"{fn} {dtype} {isa}")
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_float64_is_the_formula_in_float64(fn):
+    """float64 rounds each step in float64 (tanh's 1 - y^2 once, checked with exact
+    fractions)."""
+    y = torch.cat([torch.rand(2_000, dtype=torch.float64) * 2 - 1, torch.tensor(SPECIALS[:6])])
+    g = torch.randn(y.numel(), dtype=torch.float64)
+    got = _op(fn)(g, y)
+    if fn == "sigmoid":
+        want = g * (1 - y) * y
+    elif fn == "tanh":
+        r = [
+            float(Fraction(1) - Fraction(v) ** 2) if math.isfinite(v) else 1 - v * v
+            for v in y.tolist()
+        ]
+        want = g * torch.tensor(r, dtype=torch.float64)
+    else:
+        want = g * y * math.log(2.0)
+    assert_same_bits(got, want, fn)
+
+
+def test_special_values_follow_the_formula():
+    """No special case: a NaN or an infinity in grad or y gives what the formula gives."""
+    nan, inf = math.nan, math.inf
+    g = torch.tensor([nan, 1.0, inf, inf, 2.0, -inf])
+    y = torch.tensor([0.5, nan, 0.0, 1.0, 0.25, 0.5])
+    s = _op("sigmoid")(g, y)
+    assert torch.isnan(s[:4]).all() and s[4] == 2.0 * 0.75 * 0.25 and s[5] == -inf
+    t = _op("tanh")(torch.tensor([1.0, 1.0, inf, nan]), torch.tensor([1.0, -1.0, 1.0, 0.0]))
+    assert t[0] == 0 and t[1] == 0 and torch.isnan(t[2:]).all()
+    e = _op("exp2")(torch.tensor([1.0, 0.0, 1.0]), torch.tensor([inf, inf, 0.0]))
+    assert e[0] == inf and torch.isnan(e[1]) and e[2] == 0
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_layouts_out_and_streaming_stores(dtype, isa):
+    """Non-contiguous and transposed inputs, out= (into grad itself too), and the streaming
+    stores at every offset in a cache line: the bits of the contiguous call."""
+    gen = torch.Generator().manual_seed(3)
+    y = torch.rand(64, 130, generator=gen).to(dtype)
+    g = torch.randn(64, 130, generator=gen).to(dtype)
+    for fn in FUNCTIONS:
+        op = _op(fn)
+        want = op(g, y)
+        assert_same_bits(op(g.t().contiguous().t(), y), want, fn)
+        assert_same_bits(op(g[:, ::2], y[:, ::2]), want[:, ::2], fn)
+        out = torch.empty_like(y)
+        op.out(g, y, out=out)
+        assert_same_bits(out, want, fn)
+        g2 = g.clone()
+        op.out(g2, y, out=g2)
+        assert_same_bits(g2, want, fn)
+        for offset in range(0, 64 // y.element_size() + 1, 3):
+            for store in ("plain", "stream"):
+                with tops.use_cpu_store(store):
+                    o = torch.empty(y.numel() + offset, dtype=dtype)[offset:]
+                    op.out(g.flatten(), y.flatten(), out=o)
+                assert_same_bits(o, want.flatten(), f"{fn} {store} offset {offset}")
+
+
+def test_threads_give_the_same_bits():
+    y = torch.rand(1_000_003)
+    g = torch.randn(1_000_003)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _op("sigmoid")(g, y)
+        torch.set_num_threads(max(2, old))
+        assert_same_bits(_op("sigmoid")(g, y), one)
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_errors():
+    op = _op("sigmoid")
+    y = torch.rand(4)
+    with pytest.raises(TypeError, match="sigmoid_backward_from_output"):
+        op(torch.ones(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32))
+    with pytest.raises(TypeError, match="grad has dtype"):
+        op(torch.ones(4, dtype=torch.float64), y)
+    with pytest.raises(RuntimeError, match="no broadcasting"):
+        op(torch.ones(1), y)
+    with pytest.raises(RuntimeError, match="out has shape"):
+        op.out(torch.ones(4), y, out=torch.empty(5))
+    with pytest.raises(RuntimeError, match="on meta"):
+        op(torch.ones(4, device="meta"), y)
+    with pytest.raises(RuntimeError, match="out= form does not support autograd"):
+        op.out(torch.ones(4, requires_grad=True), y, out=torch.empty(4))
+    # meta tensors: the fake kernel's checks and shape
+    assert op(torch.ones(3, 2, device="meta"), torch.ones(3, 2, device="meta")).shape == (3, 2)
+    with pytest.raises(RuntimeError, match="no broadcasting"):
+        op(torch.ones(3, device="meta"), torch.ones(2, device="meta"))
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_opcheck(fn):
+    y = torch.rand(5, 7) * 2 - 1
+    g = torch.randn(5, 7)
+    opcheck(_op(fn).default, (g, y))
+    opcheck(_op(fn).default, (g.clone().requires_grad_(), y.clone().requires_grad_()))
+    opcheck(_op(fn).out, (g, y), {"out": torch.empty_like(y)})
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_second_derivative_of_the_op(fn):
+    """The op is differentiable in grad and y (as aten's sigmoid_backward and tanh_backward
+    are): gradcheck and gradgradcheck in float64."""
+    y = (torch.rand(16, dtype=torch.float64) * 1.8 - 0.9).requires_grad_()
+    g = torch.randn(16, dtype=torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(_op(fn), (g, y))
+    assert torch.autograd.gradgradcheck(_op(fn), (g, y))
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_autograd_default_runs_it_on_the_saved_result(fn, dtype):
+    x = (torch.randn(1000, generator=torch.Generator().manual_seed(4)) * 3).to(dtype)
+    g = torch.randn(1000).to(dtype)
+    xr = x.clone().requires_grad_()
+    y = getattr(turbogelu, fn)(xr)
+    (dx,) = torch.autograd.grad(y, xr, g)
+    assert_same_bits(dx, _op(fn)(g, y.detach()), f"{fn} {dtype}")
+
+
+def test_other_devices_use_the_formula_by_torch_ops():
+    """The CUDA and MPS registrations compute the formula with PyTorch's ops (run here on CPU
+    tensors: what they compute, not where)."""
+    y = torch.rand(100, dtype=torch.float64)
+    g = torch.randn(100, dtype=torch.float64)
+    for fn in FUNCTIONS:
+        got = family._from_output_elsewhere(fn, g, y)
+        want = {"sigmoid": g * (1 - y) * y, "tanh": g * (1 - y * y), "exp2": g * y * math.log(2)}
+        # a few float64 ulps: PyTorch's kernels may fuse a multiply and a subtraction (how
+        # is its build's and CPU's choice, not asserted here)
+        torch.testing.assert_close(got, want[fn], rtol=1e-13, atol=0)
