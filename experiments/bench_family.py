@@ -26,7 +26,10 @@ What is timed, per function (sigmoid, tanh, silu, softcap, swiglu), direction, d
   out=o); tanh(o, out=o); o.mul_(c)``), so neither side pays for fresh pages.
 * ``turbogelu``: ``torch.ops.turbogelu.<function>`` and ``<function>_backward`` (the
   accurate tier; the backward ops take x, not the forward's result; swiglu_backward returns
-  both gradients from one pass), ``.out`` at the DRAM sizes.
+  both gradients from one pass), ``.out`` at the DRAM sizes. For sigmoid's and tanh's
+  backward the ``turbogelu`` row is what autograd runs by default, as PyTorch's does: the
+  backward from the saved result, ``<function>_backward_from_output(g, y)``; their backward
+  op from x is the ``turbogelu from x`` row (the paper's direct derivative fits are from x).
 * the limit rows, what moving the same bytes costs (a row's limit is the fastest of them):
   unary forward: ``limit: copy`` (and ``limit: stream copy``, non-temporal stores; allocating
   only); swiglu's forward and the unary backward (two inputs, one output): ``limit: mul``
@@ -323,19 +326,36 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
         sname = "x" if function == "silu" else f"{function}(x)"
         native = getattr(aten, f"{function}_backward")
         ours = getattr(tg, f"{function}_backward")
+        # sigmoid and tanh: "turbogelu" is what autograd runs by default, the backward from
+        # the saved result (FROM_OUTPUT; timed on PyTorch's y, the same bytes as ours);
+        # "turbogelu from x" the backward op, which recomputes the derivative from x.
+        from_x = "turbogelu" if function == "silu" else "turbogelu from x"
         if out_mode == "out":
             rows += [
                 ("torch eager", f"aten.{function}_backward.grad_input(g, {sname}, grad_input=out)",
                  lambda: native.grad_input(g, saved, grad_input=out)),
-                ("turbogelu", f"turbogelu.{function}_backward.out(g, x, out=out)",
+                (from_x, f"turbogelu.{function}_backward.out(g, x, out=out)",
                  lambda: ours.out(g, x, out=out)),
             ]  # fmt: skip
         else:
             rows += [
                 ("torch eager", f"aten.{function}_backward(g, {sname})",
                  lambda: native(g, saved)),
-                ("turbogelu", f"turbogelu.{function}_backward(g, x)", lambda: ours(g, x)),
+                (from_x, f"turbogelu.{function}_backward(g, x)", lambda: ours(g, x)),
             ]  # fmt: skip
+        if function != "silu":
+            from_y = getattr(tg, f"{function}_backward_from_output")
+            if out_mode == "out":
+                rows.append(
+                    ("turbogelu",
+                     f"turbogelu.{function}_backward_from_output.out(g, {sname}, out=out)",
+                     lambda: from_y.out(g, saved, out=out))
+                )  # fmt: skip
+            else:
+                rows.append(
+                    ("turbogelu", f"turbogelu.{function}_backward_from_output(g, {sname})",
+                     lambda: from_y(g, saved))
+                )  # fmt: skip
         xl = x
     elif function == "softcap":
         xs, ts = t["xs"], t["t_softcap"]
@@ -414,6 +434,16 @@ def _provider(method: str) -> str:
     return "torch" if method.startswith("torch") else "turbogelu"
 
 
+def _program(function: str, direction: str, method: str) -> str | None:
+    """What a turbogelu row runs: the accurate tier's programs, or (sigmoid's and tanh's
+    default backward) none, the formula on the saved result."""
+    if not method.startswith("turbogelu"):
+        return None
+    if method == "turbogelu" and direction == "backward" and function in ("sigmoid", "tanh"):
+        return "from y"
+    return "accurate"
+
+
 @contextlib.contextmanager
 def _threads(n: int):
     from .bench_variants import num_threads
@@ -461,7 +491,7 @@ def family_variants(
             "threads": threads,
             "device": "cpu",
             "out_mode": out_mode,
-            "program": "accurate" if method == "turbogelu" else None,
+            "program": _program(function, direction, method),
             "residency": where,
             "bytes_moved": nbytes,
             "llc_bytes": llc,

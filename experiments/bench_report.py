@@ -654,10 +654,10 @@ def table3(src) -> str:
         f" here: this CPU, {PAPER_DTYPE}, PyTorch eager / turbogelu (accurate tier)."
     )
     notes.append(
-        "The backward rows time turbogelu's backward ops, which recompute the derivative from x"
-        " (as the paper's direct fits do); autograd's default for sigmoid and tanh instead runs"
-        " PyTorch's own kernel on the saved result (turbogelu/family.py FROM_OUTPUT), so training"
-        " with them is not slower than PyTorch there."
+        "Sigmoid's and tanh's backward rows time what autograd runs by default, here as in"
+        " PyTorch: the derivative from the saved result y (turbogelu's"
+        " <fn>_backward_from_output, PyTorch's formula), not the paper's direct fits from x;"
+        ' turbogelu\'s backward ops from x are the rows "turbogelu from x" of bench.jsonl.'
     )
     return "\n".join(lines + [""] + notes)
 

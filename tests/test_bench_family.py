@@ -69,7 +69,10 @@ def test_quick_rows_have_every_field_function_direction_dtype(quick_rows):
         assert r["rounds"] == 2 and r["size"] == SIZE and r["out_mode"] == "alloc"
         assert r["residency"] == "cache" and r["llc_bytes"] == bf.last_level_cache()[0]
         assert r["bytes_moved"] == bf.bytes_moved(r["function"], r["direction"], r["dtype"], SIZE)
-        assert (r["program"] == "accurate") == (r["provider"] == "turbogelu")
+        from_y = r["method"] == "turbogelu" and r["function"] in turbogelu.family.FROM_OUTPUT
+        from_y = from_y and r["direction"] == "backward"
+        assert r["program"] == ("from y" if from_y else "accurate") or r["provider"] != "turbogelu"
+        assert (r["program"] is None) == (r["provider"] != "turbogelu")
         assert ("cap" in r) == (r["function"] == "softcap")
         key = (r["function"], r["direction"], r["dtype"], r["threads"])
         got.setdefault(key, set()).add(r["method"])
@@ -78,7 +81,8 @@ def test_quick_rows_have_every_field_function_direction_dtype(quick_rows):
     }
     assert set(got) == want
     for (f, d, _, _), methods in got.items():
-        assert methods == {"torch eager", "turbogelu"} | LIMITS[(_kind(f), d, "alloc")]
+        from_x = {"turbogelu from x"} if d == "backward" and f in ("sigmoid", "tanh") else set()
+        assert methods == {"torch eager", "turbogelu"} | from_x | LIMITS[(_kind(f), d, "alloc")]
 
 
 def test_ratios_are_computed_from_the_medians_within_each_function(quick_rows):
@@ -119,7 +123,7 @@ def test_the_out_rows_compute_what_the_allocating_rows_do(dtype):
             alloc = {m: fn() for m, _, fn in bf._calls(f, d, t, "alloc", bf.SOFTCAP_CAP)}
             outs = {m: fn for m, _, fn in bf._calls(f, d, t, "out", bf.SOFTCAP_CAP)}
             assert {m for m in outs if m.startswith("limit")} == LIMITS[(_kind(f), d, "out")]
-            for m in ("torch eager", "turbogelu", *LIMITS[(_kind(f), d, "out")]):
+            for m in outs:  # PyTorch's, turbogelu's (from x and from y) and the limits
                 t["out"].fill_(7)
                 if "out2" in t:
                     t["out2"].fill_(7)
@@ -160,10 +164,17 @@ def test_pytorch_rows_are_what_eager_autograd_computes(dtype):
         got = got if isinstance(got, tuple) else (got,)
         for a, w in zip(got, want_grads, strict=True):
             assert torch.equal(a, w), (f, dtype)
-        # and turbogelu's rows are its ops, through autograd as a user calls them (with
-        # backward="direct": autograd's default for sigmoid and tanh is PyTorch's kernel on the
-        # saved result, which the torch rows already time; the backward rows time the ops)
-        ours = rows[("backward", "turbogelu")]()
+        # and turbogelu's rows are its ops, through autograd as a user calls them (sigmoid
+        # and tanh: the "turbogelu from x" row is backward="direct", and the "turbogelu" row
+        # autograd's default, the backward from the saved result, timed on PyTorch's y)
+        if f in turbogelu.family.FROM_OUTPUT:
+            y_torch = y.detach()
+            assert torch.equal(
+                rows[("backward", "turbogelu")](), turbogelu.family.FROM_OUTPUT[f](g, y_torch)
+            )
+            ours = rows[("backward", "turbogelu from x")]()
+        else:
+            ours = rows[("backward", "turbogelu")]()
         ours = ours if isinstance(ours, tuple) else (ours,)
         args = [leaf.detach().clone().requires_grad_() for leaf in leaves]
         bw = "direct" if f in turbogelu.family.FROM_OUTPUT else "default"
@@ -381,7 +392,9 @@ def test_cli_family_quick(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {x["function"] for x in rows} == {"tanh", "swiglu"}
     assert {x["threads"] for x in rows} == {1, 2} and len({x["run"] for x in rows}) == 1
-    assert len(rows) == 2 * 2 * 3 * 2 * 4
+    # 2 functions x 2 directions x 3 dtypes x 2 thread counts x 4 rows, and tanh's backward
+    # "turbogelu from x" beside its default from y (3 dtypes x 2 thread counts)
+    assert len(rows) == 2 * 2 * 3 * 2 * 4 + 3 * 2
     for x in rows:
         for key in (*FIELDS, "vs_turbogelu", "per_limit", "limit_us", "machine", "quick"):
             assert key in x, key
