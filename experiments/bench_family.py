@@ -26,10 +26,11 @@ What is timed, per function (sigmoid, tanh, silu, softcap, swiglu), direction, d
   out=o); tanh(o, out=o); o.mul_(c)``), so neither side pays for fresh pages.
 * ``turbogelu``: ``torch.ops.turbogelu.<function>`` and ``<function>_backward`` (the
   accurate tier; the backward ops take x, not the forward's result; swiglu_backward returns
-  both gradients from one pass), ``.out`` at the DRAM sizes. For sigmoid's and tanh's
-  backward the ``turbogelu`` row is what autograd runs by default, as PyTorch's does: the
-  backward from the saved result, ``<function>_backward_from_output(g, y)``; their backward
-  op from x is the ``turbogelu from x`` row (the paper's direct derivative fits are from x).
+  both gradients from one pass), ``.out`` at the DRAM sizes. For sigmoid's, tanh's and
+  softcap's backward (``FROM_Y``) the ``turbogelu`` row is what autograd runs by default, as
+  PyTorch's does: the backward from the saved result, ``<function>_backward_from_output(g,
+  y[, c])`` (timed on PyTorch's saved tensor, c t for softcap: the same bytes as ours); their
+  backward op from x is the ``turbogelu from x`` row (the paper's direct fits are from x).
 * the limit rows, what moving the same bytes costs (a row's limit is the fastest of them):
   unary forward: ``limit: copy`` (and ``limit: stream copy``, non-temporal stores; allocating
   only); swiglu's forward and the unary backward (two inputs, one output): ``limit: mul``
@@ -79,6 +80,9 @@ SOFTCAP_CAP = 50.0
 SIZES = (1 << 20, 1 << 22, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20)
 PAPER_HBM_SIZE = 1 << 28  # the paper's HBM column: --family-paper-size adds it
+# The functions whose backward "turbogelu" row is autograd's default from the saved result y
+# (turbogelu.family.FROM_OUTPUT_FUNCTIONS); their backward op from x is "turbogelu from x".
+FROM_Y = ("sigmoid", "tanh", "softcap")
 OUT_FROM = 1 << 26  # from this size on, every row writes into a preallocated output (out=)
 ELEMENTS_PER_BATCH = 1 << 22
 # Rounds of the full run, sized so that the family's part of `make reproduce` stays under 8
@@ -163,7 +167,7 @@ def _needs(functions: Sequence[str], directions: Sequence[str]) -> list[str]:
     names += ["xs"] if "softcap" in functions else []
     names += ["y_sigmoid"] if bwd and "sigmoid" in functions else []
     names += ["y_tanh"] if bwd and "tanh" in functions else []
-    names += ["t_softcap"] if bwd and "softcap" in functions else []
+    names += ["t_softcap", "y_softcap"] if bwd and "softcap" in functions else []
     names += ["s_swiglu", "out2"] if bwd and "swiglu" in functions else []
     return names
 
@@ -213,6 +217,8 @@ def make_family_inputs(
         t["y_tanh"] = torch.tanh(x)
     if "t_softcap" in names:
         t["t_softcap"] = torch.tanh(t["xs"] / cap)
+    if "y_softcap" in names:
+        t["y_softcap"] = cap * t["t_softcap"]
     if "s_swiglu" in names:
         t["s_swiglu"] = F.silu(x)
     t["out"] = torch.empty_like(x)
@@ -358,7 +364,8 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                 )  # fmt: skip
         xl = x
     elif function == "softcap":
-        xs, ts = t["xs"], t["t_softcap"]
+        xs, ts, ys = t["xs"], t["t_softcap"], t["y_softcap"]
+        from_y = tg.softcap_backward_from_output
         if out_mode == "out":
 
             def native_scb():
@@ -370,14 +377,18 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                 ("torch eager",
                  "mul(g, c, out=o); tanh_backward.grad_input(o, t, grad_input=o); o.div_(c)",
                  native_scb),
-                ("turbogelu", "turbogelu.softcap_backward.out(g, x, c, out=out)",
+                ("turbogelu", "turbogelu.softcap_backward_from_output.out(g, y, c, out=out)",
+                 lambda: from_y.out(g, ys, c, out=out)),
+                ("turbogelu from x", "turbogelu.softcap_backward.out(g, x, c, out=out)",
                  lambda: tg.softcap_backward.out(g, xs, c, out=out)),
             ]  # fmt: skip
         else:
             rows += [
                 ("torch eager", "aten.tanh_backward(g * c, tanh(x / c)) / c",
                  lambda: aten.tanh_backward(g * c, ts) / c),
-                ("turbogelu", "turbogelu.softcap_backward(g, x, c)",
+                ("turbogelu", "turbogelu.softcap_backward_from_output(g, y, c)",
+                 lambda: from_y(g, ys, c)),
+                ("turbogelu from x", "turbogelu.softcap_backward(g, x, c)",
                  lambda: tg.softcap_backward(g, xs, c)),
             ]  # fmt: skip
         xl = xs
@@ -439,7 +450,7 @@ def _program(function: str, direction: str, method: str) -> str | None:
     default backward) none, the formula on the saved result."""
     if not method.startswith("turbogelu"):
         return None
-    if method == "turbogelu" and direction == "backward" and function in ("sigmoid", "tanh"):
+    if method == "turbogelu" and direction == "backward" and function in FROM_Y:
         return "from y"
     return "accurate"
 

@@ -654,7 +654,7 @@ def table3(src) -> str:
         f" here: this CPU, {PAPER_DTYPE}, PyTorch eager / turbogelu (accurate tier)."
     )
     notes.append(
-        "Sigmoid's and tanh's backward rows time what autograd runs by default, here as in"
+        "Sigmoid's, tanh's and softcap's backward rows time what autograd runs by default, as in"
         " PyTorch: the derivative from the saved result y (turbogelu's"
         " <fn>_backward_from_output, PyTorch's formula), not the paper's direct fits from x;"
         ' turbogelu\'s backward ops from x are the rows "turbogelu from x" of bench.jsonl.'

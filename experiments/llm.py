@@ -92,7 +92,13 @@ def polynomial_arm(tier: str = "accurate") -> Arm:
             if have["sigmoid"]
             else _missing("sigmoid")
         ),
-        softcap=partial(ops.softcap, tier=tier) if have["softcap"] else _missing("softcap"),
+        # B2 likewise, the direct fit of tanh' (autograd's default for softcap works from the
+        # saved result too; the accurate tier's spec default, which the runs so far used).
+        softcap=(
+            partial(ops.softcap, tier=tier, backward="direct")
+            if have["softcap"]
+            else _missing("softcap")
+        ),
         swiglu=partial(ops.swiglu, tier=tier) if have["swiglu"] else _missing("swiglu"),
     )
 

@@ -69,7 +69,7 @@ def test_quick_rows_have_every_field_function_direction_dtype(quick_rows):
         assert r["rounds"] == 2 and r["size"] == SIZE and r["out_mode"] == "alloc"
         assert r["residency"] == "cache" and r["llc_bytes"] == bf.last_level_cache()[0]
         assert r["bytes_moved"] == bf.bytes_moved(r["function"], r["direction"], r["dtype"], SIZE)
-        from_y = r["method"] == "turbogelu" and r["function"] in turbogelu.family.FROM_OUTPUT
+        from_y = r["method"] == "turbogelu" and r["function"] in bf.FROM_Y
         from_y = from_y and r["direction"] == "backward"
         assert r["program"] == ("from y" if from_y else "accurate") or r["provider"] != "turbogelu"
         assert (r["program"] is None) == (r["provider"] != "turbogelu")
@@ -81,7 +81,7 @@ def test_quick_rows_have_every_field_function_direction_dtype(quick_rows):
     }
     assert set(got) == want
     for (f, d, _, _), methods in got.items():
-        from_x = {"turbogelu from x"} if d == "backward" and f in ("sigmoid", "tanh") else set()
+        from_x = {"turbogelu from x"} if d == "backward" and f in bf.FROM_Y else set()
         assert methods == {"torch eager", "turbogelu"} | from_x | LIMITS[(_kind(f), d, "alloc")]
 
 
@@ -164,20 +164,24 @@ def test_pytorch_rows_are_what_eager_autograd_computes(dtype):
         got = got if isinstance(got, tuple) else (got,)
         for a, w in zip(got, want_grads, strict=True):
             assert torch.equal(a, w), (f, dtype)
-        # and turbogelu's rows are its ops, through autograd as a user calls them (sigmoid
-        # and tanh: the "turbogelu from x" row is backward="direct", and the "turbogelu" row
-        # autograd's default, the backward from the saved result, timed on PyTorch's y)
-        if f in turbogelu.family.FROM_OUTPUT:
+        # and turbogelu's rows are its ops, through autograd as a user calls them (sigmoid,
+        # tanh and softcap: the "turbogelu from x" row is backward="direct", and the
+        # "turbogelu" row autograd's default, the backward from the saved result, timed on
+        # PyTorch's y)
+        if f in bf.FROM_Y:
             y_torch = y.detach()
-            assert torch.equal(
-                rows[("backward", "turbogelu")](), turbogelu.family.FROM_OUTPUT[f](g, y_torch)
+            want_y = (
+                turbogelu.family.softcap_from_output(g, y_torch, c)
+                if f == "softcap"
+                else turbogelu.family.FROM_OUTPUT[f](g, y_torch)
             )
+            assert torch.equal(rows[("backward", "turbogelu")](), want_y), f
             ours = rows[("backward", "turbogelu from x")]()
         else:
             ours = rows[("backward", "turbogelu")]()
         ours = ours if isinstance(ours, tuple) else (ours,)
         args = [leaf.detach().clone().requires_grad_() for leaf in leaves]
-        bw = "direct" if f in turbogelu.family.FROM_OUTPUT else "default"
+        bw = "direct" if f in bf.FROM_Y else "default"
         fn2 = functools.partial(getattr(turbogelu, f), backward=bw)
         y2 = fn2(*args, c) if f == "softcap" else fn2(*args)
         assert torch.equal(rows[("forward", "turbogelu")](), y2.detach())
@@ -210,7 +214,7 @@ def test_bytes_and_residency():
         if v.labels["method"] == "turbogelu"
     ]
     assert v.labels["out_mode"] == "alloc" and v.calls == 100
-    assert bf.family_bytes(1 << 26, "float16") == 10 * 2 * (1 << 26)  # every tensor, no temps
+    assert bf.family_bytes(1 << 26, "float16") == 11 * 2 * (1 << 26)  # every tensor, no temps
     with pytest.raises(ValueError, match="unknown function"):
         bf.run_family(functions=("gelu",), sizes=(SIZE,))
 

@@ -220,8 +220,11 @@ def test_autograd_uses_the_backward_ops():
     wa, wb = OPS.swiglu_backward(g, a.detach(), b.detach())
     assert_same_bits(ga, wa)
     assert_same_bits(gb, wb)
+    # softcap's default: from the saved result, as sigmoid's and tanh's; direct: the op
     (gx,) = torch.autograd.grad(turbogelu.softcap(x, 2.5), x, g)
-    assert_same_bits(gx, OPS.softcap_backward(g, x.detach(), 2.5))
+    assert_same_bits(gx, family.softcap_from_output(g, OPS.softcap(x.detach(), 2.5), 2.5))
+    (gx,) = torch.autograd.grad(turbogelu.softcap(x, 2.5, backward="direct"), x, g)
+    assert_same_bits(gx, OPS.softcap_backward(g, x.detach(), 2.5, "direct"))
 
 
 # ------------------------------------------------------------------ torch.compile

@@ -1,7 +1,8 @@
 """The backward from the saved result, ``<fn>_backward_from_output(grad, y)`` for sigmoid, tanh
-and exp2 (autograd's default for them): bit for bit a replay of its formula on every
-instruction set and every 16-bit y, float64, IEEE special values, layouts, out= and the
-streaming stores, its errors, opcheck, and that autograd runs it."""
+and exp2 and ``softcap_backward_from_output(grad, y, cap)`` (autograd's default for them): bit
+for bit a replay of its formula on every instruction set and every 16-bit y, float64, IEEE
+special values, layouts, out= and the streaming stores, its errors, opcheck, and that
+autograd runs it."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import turbogelu.ops as tops
 from turbogelu import family
 
 OPS = torch.ops.turbogelu
-FUNCTIONS = family.FROM_OUTPUT_FUNCTIONS
+FUNCTIONS = ("sigmoid", "tanh", "exp2")  # (grad, y); softcap's takes cap too
+CAPS = (50.0, 1.0, 0.3)
 STORAGE = [torch.float32, torch.float16, torch.bfloat16]
 IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 LN2_F32 = np.float32(math.log(2.0))  # ln 2 rounded to float32 (0x1.62e430p-1)
@@ -37,14 +39,15 @@ def _one_minus_y2(y: np.ndarray) -> np.ndarray:
     y = y.astype(np.float64)
     p = y * y
     s = 1.0 - p
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         e = (1.0 - s) - p  # the rounding error of s (Fast2Sum: |1| >= |p| for |y| <= 1)
         inexact = (np.abs(y) <= 1) & (e != 0)
         up = np.nextafter(s, np.inf).astype(np.float32)
         down = np.nextafter(s, -np.inf).astype(np.float32)
         boundary = (up != s.astype(np.float32)) | (down != s.astype(np.float32))
     assert not (inexact & boundary).any(), "the float64 emulation of the fma would round twice"
-    assert (np.abs(y[np.isfinite(y)]) <= 1).all(), "the replay covers |y| <= 1"
+    # (1 < |y| <= 1.4: 1 - y*y is exact in float64, Sterbenz, as y*y <= 2)
+    assert (np.abs(y[np.isfinite(y)]) <= 1.4).all(), "the replay covers |y| <= 1.4"
     return s.astype(np.float32)
 
 
@@ -85,6 +88,30 @@ def test_bits_are_the_formula(fn, dtype, isa):
     g = _grads(y.numel(), dtype)
     want = torch.from_numpy(replay(fn, g.float().numpy(), y.float().numpy())).to(dtype)
     assert_same_bits(_op(fn)(g, y), want, f"{fn} {dtype} {isa}")
+
+
+def _inv32(cap: float) -> np.float32:
+    """1 / cap as the op rounds it: cap to float32, then a float32 division."""
+    return np.float32(1) / np.float32(cap)
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("cap", CAPS)
+def test_softcap_bits_are_the_formula(cap, dtype, isa):
+    """q = fl(y * fl(1 / cap)), grad * fma(-q, q, 1): every 16-bit y in [-cap, cap] (the
+    forward's range) and the specials, or float32 results of the forward."""
+    if dtype in HALF_DTYPES:
+        y = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+        y = y[~(y.float().abs() > cap) | ~torch.isfinite(y)]
+    else:
+        x = torch.cat([torch.linspace(-30, 30, 40_001) * cap, torch.randn(20_000) * 3 * cap])
+        y = torch.cat([turbogelu.softcap(x, cap), torch.tensor(SPECIALS) * cap])
+    g = _grads(y.numel(), dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        q = y.float().numpy() * _inv32(cap)
+        want = g.float().numpy() * _one_minus_y2(q)
+    got = OPS.softcap_backward_from_output(g, y, cap)
+    assert_same_bits(got, torch.from_numpy(want).to(dtype), f"cap {cap} {dtype} {isa}")
 
 
 @pytest.mark.parametrize("fn", FUNCTIONS)
@@ -138,6 +165,12 @@ def test_layouts_out_and_streaming_stores(dtype, isa):
         g2 = g.clone()
         op.out(g2, y, out=g2)
         assert_same_bits(g2, want, fn)
+        want_sc = OPS.softcap_backward_from_output(g, y, 0.7)
+        assert_same_bits(OPS.softcap_backward_from_output(g[:, ::2], y[:, ::2], 0.7),
+                         want_sc[:, ::2])  # fmt: skip
+        out_sc = torch.empty_like(y)
+        OPS.softcap_backward_from_output.out(g, y, 0.7, out=out_sc)
+        assert_same_bits(out_sc, want_sc)
         for offset in range(0, 64 // y.element_size() + 1, 3):
             for store in ("plain", "stream"):
                 with tops.use_cpu_store(store):
@@ -174,6 +207,12 @@ def test_errors():
         op(torch.ones(4, device="meta"), y)
     with pytest.raises(RuntimeError, match="out= form does not support autograd"):
         op.out(torch.ones(4, requires_grad=True), y, out=torch.empty(4))
+    sc = OPS.softcap_backward_from_output
+    for cap in (0.0, -1.0, math.inf, math.nan, 1e-50):
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            sc(torch.ones(4), y, cap)
+        with pytest.raises(ValueError, match="cap must be positive and finite"):
+            sc(torch.ones(4, device="meta"), y.to("meta"), cap)
     # meta tensors: the fake kernel's checks and shape
     assert op(torch.ones(3, 2, device="meta"), torch.ones(3, 2, device="meta")).shape == (3, 2)
     with pytest.raises(RuntimeError, match="no broadcasting"):
@@ -187,6 +226,19 @@ def test_opcheck(fn):
     opcheck(_op(fn).default, (g, y))
     opcheck(_op(fn).default, (g.clone().requires_grad_(), y.clone().requires_grad_()))
     opcheck(_op(fn).out, (g, y), {"out": torch.empty_like(y)})
+
+
+def test_softcap_opcheck_and_second_derivative():
+    y = torch.rand(5, 7) * 5 - 2.5
+    g = torch.randn(5, 7)
+    op = OPS.softcap_backward_from_output
+    opcheck(op.default, (g, y, 3.0))
+    opcheck(op.default, (g.clone().requires_grad_(), y.clone().requires_grad_(), 3.0))
+    opcheck(op.out, (g, y, 3.0), {"out": torch.empty_like(y)})
+    y64 = (torch.rand(16, dtype=torch.float64) * 5 - 2.5).requires_grad_()
+    g64 = torch.randn(16, dtype=torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: op(a, b, 3.0), (g64, y64))
+    assert torch.autograd.gradgradcheck(lambda a, b: op(a, b, 3.0), (g64, y64))
 
 
 @pytest.mark.parametrize("fn", FUNCTIONS)
@@ -210,6 +262,31 @@ def test_autograd_default_runs_it_on_the_saved_result(fn, dtype):
     assert_same_bits(dx, _op(fn)(g, y.detach()), f"{fn} {dtype}")
 
 
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_softcap_autograd_default_runs_it_on_the_saved_result(dtype):
+    x = (torch.randn(1000, generator=torch.Generator().manual_seed(4)) * 8).to(dtype)
+    g = torch.randn(1000).to(dtype)
+    xr = x.clone().requires_grad_()
+    y = turbogelu.softcap(xr, 2.5)
+    (dx,) = torch.autograd.grad(y, xr, g)
+    assert_same_bits(dx, OPS.softcap_backward_from_output(g, y.detach(), 2.5), str(dtype))
+    (dd,) = torch.autograd.grad(turbogelu.softcap(xr, 2.5, backward="direct"), xr, g)
+    assert_same_bits(dd, OPS.softcap_backward(g, x, 2.5, "direct"), str(dtype))
+
+
+def test_softcap_from_the_result_is_the_more_accurate_in_float32():
+    """As tanh's: in float32 the derivative from y (error at most 2|q| times the forward's
+    3e-5) beats the direct fit of tanh' from x; in bfloat16 y's rounding makes it worse."""
+    cap = 2.5
+    x = torch.linspace(-12, 12, 200_001) * cap
+    exact = 1 - torch.tanh(x.double() / cap) ** 2
+    one = torch.ones_like(x)
+    y = turbogelu.softcap(x, cap)
+    err_y = (OPS.softcap_backward_from_output(one, y, cap).double() - exact).abs().max()
+    err_x = (OPS.softcap_backward(one, x, cap, "direct").double() - exact).abs().max()
+    assert err_y <= 2 * 3e-5 and err_y < err_x, (err_y, err_x)
+
+
 def test_other_devices_use_the_formula_by_torch_ops():
     """The CUDA and MPS registrations compute the formula with PyTorch's ops (run here on CPU
     tensors: what they compute, not where)."""
@@ -221,3 +298,5 @@ def test_other_devices_use_the_formula_by_torch_ops():
         # a few float64 ulps: PyTorch's kernels may fuse a multiply and a subtraction (how
         # is its build's and CPU's choice, not asserted here)
         torch.testing.assert_close(got, want[fn], rtol=1e-13, atol=0)
+    got = family._from_output_elsewhere("softcap", g, y * 3, 3.0)
+    torch.testing.assert_close(got, g * (1 - (y * 3 / 3.0) ** 2), rtol=1e-13, atol=0)

@@ -18,9 +18,10 @@ kernels, autograd and the public functions. The schemas (kernels/common/schema.c
 backward ops take the forward's input, not its result, and recompute the derivative:
 ``backward`` picks it, "direct" (a fit of f', the default where the spec measured it the
 more accurate) or "matched" (the exact derivative of the forward program: gradcheck holds).
-Autograd's "default" for sigmoid, tanh and exp2 is neither: it differentiates from the saved
-result, ``<fn>_backward_from_output(Tensor grad, Tensor y) -> Tensor`` (+ .out; ``FROM_OUTPUT``:
-PyTorch's formula, this package's kernels on the CPU, faster than any recomputation from x).
+Autograd's "default" for sigmoid, tanh, exp2 and softcap is neither: it differentiates from
+the saved result, ``<fn>_backward_from_output(Tensor grad, Tensor y) -> Tensor`` (softcap's
+with ``float cap`` after y; + .out; ``FROM_OUTPUT``: PyTorch's formulas, this package's kernels
+on the CPU, faster than any recomputation from x).
 Every op also takes ``tier``: "accurate" (the default) or "paper" (the source paper's Table 2
 programs, data/specs/<function>/paper.json: fewer operations, errors of a few 1e-3).
 """
@@ -174,71 +175,110 @@ def _swiglu_backward_out_fake(grad, a, b, backward="default", tier="accurate", *
 
 
 # ---------------------------------------------------------------- backward from the result
-# <fn>_backward_from_output(grad, y) for fn in FROM_OUTPUT_FUNCTIONS: autograd's default
-# backward of sigmoid, tanh and exp2, from the saved result y = f(x) in PyTorch's formula and
-# order, each step rounded in float32 (float64 in float64; 16-bit data is widened and the
-# result rounded once; kernels/include/turbogelu/family.h's from_output):
+# <fn>_backward_from_output(grad, y) for sigmoid, tanh and exp2, and softcap_backward_from_
+# output(grad, y, cap): autograd's default backward of these, from the saved result y = f(x)
+# by PyTorch's formulas, each step rounded in float32 (float64 in float64; 16-bit data is
+# widened and the result rounded once; kernels/include/turbogelu/family.h's from_output):
 #   sigmoid  grad * (1 - y) * y      tanh  grad * fma(-y, y, 1)      exp2  grad * y * ln 2
+#   softcap  q = y * fl(1 / cap), grad * fma(-q, q, 1)
 # The CPU runs the family's kernels (loops, stores and thread split as every family op's);
-# CUDA and MPS run PyTorch's ops, which compute the same formula.
-FROM_OUTPUT_FUNCTIONS = ("sigmoid", "tanh", "exp2")
+# CUDA and MPS run PyTorch's ops, which compute the same formulas.
+FROM_OUTPUT_FUNCTIONS = ("sigmoid", "tanh", "exp2", "softcap")
 
 
-def _from_output_elsewhere(name: str, grad, y):
+def _from_output_elsewhere(name: str, grad, y, cap: float = 1.0):
     """The formula by PyTorch's ops (a device without this package's from-output kernels)."""
     if name == "sigmoid":
         return torch.ops.aten.sigmoid_backward(grad, y)
     if name == "tanh":
         return torch.ops.aten.tanh_backward(grad, y)
+    if name == "softcap":
+        return torch.ops.aten.tanh_backward(grad, y * (1.0 / cap))
     return grad * y * math.log(2.0)
+
+
+def _from_output_dy(name: str, gg, grad, y, cap: float):
+    """d/dy of the from-output formula times the incoming gradient gg (PyTorch's derivatives
+    of sigmoid_backward and tanh_backward; softcap's is tanh's in q = y / cap)."""
+    if name == "sigmoid":
+        return gg * grad * (1 - 2 * y)
+    if name == "tanh":
+        return gg * grad * (-2 * y)
+    if name == "softcap":
+        return gg * grad * (-2 * y / (cap * cap))
+    return gg * grad * math.log(2.0)
 
 
 def _register_from_output(name: str) -> None:
     op = f"{name}_backward_from_output"
+    opfn = getattr(_ops, op)
+    scaled = name == "softcap"
 
-    def check(grad, y, **outs):
+    def check(grad, y, cap, **outs):
         check_same_device(op, y, grad=grad, **outs)
         _gelu_ops._check_dtype(y, op)
         _check_like(grad, y, op, "grad", "y")
         for what, t in outs.items():
             _check_like(t, y, op, what, "y")
+        if scaled:
+            _check_cap(cap)
 
-    @torch.library.register_fake(f"turbogelu::{op}")
-    def _fake(grad, y):
-        check(grad, y)
-        return torch.empty_like(y)
+    def run(grad, y, cap, out=None):
+        check(grad, y, cap, **({} if out is None else {"out": out}))
+        r = _from_output_elsewhere(name, grad, y, cap)
+        if out is None:
+            return r
+        out.copy_(r)
 
-    @torch.library.register_fake(f"turbogelu::{op}.out")
-    def _fake_out(grad, y, *, out):
-        check(grad, y, out=out)
+    # The schemas' forms: (grad, y) and (grad, y, cap); fake kernels check and shape only.
+    if scaled:
 
-    def elsewhere(grad, y):
-        check(grad, y)
-        return _from_output_elsewhere(name, grad, y)
+        def fake(grad, y, cap):
+            check(grad, y, cap)
+            return torch.empty_like(y)
 
-    def elsewhere_out(grad, y, *, out):
-        check(grad, y, out=out)
-        out.copy_(_from_output_elsewhere(name, grad, y))
+        def fake_out(grad, y, cap, *, out):
+            check(grad, y, cap, out=out)
 
+        def elsewhere(grad, y, cap):
+            return run(grad, y, cap)
+
+        def elsewhere_out(grad, y, cap, *, out):
+            run(grad, y, cap, out)
+
+    else:
+
+        def fake(grad, y):
+            check(grad, y, 1.0)
+            return torch.empty_like(y)
+
+        def fake_out(grad, y, *, out):
+            check(grad, y, 1.0, out=out)
+
+        def elsewhere(grad, y):
+            return run(grad, y, 1.0)
+
+        def elsewhere_out(grad, y, *, out):
+            run(grad, y, 1.0, out)
+
+    torch.library.register_fake(f"turbogelu::{op}")(fake)
+    torch.library.register_fake(f"turbogelu::{op}.out")(fake_out)
     for key in ("CUDA", "MPS"):
         torch.library.impl(f"turbogelu::{op}", key, elsewhere)
         torch.library.impl(f"turbogelu::{op}.out", key, elsewhere_out)
 
     # Differentiable, as PyTorch's sigmoid_backward and tanh_backward are (second
     # derivatives through y's own backward): d/dgrad is the op itself on the incoming
-    # gradient; d/dy is grad * (1 - 2y), grad * -2y and grad * ln 2.
+    # gradient, d/dy _from_output_dy's.
     def setup(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
+        ctx.cap = inputs[2] if scaled else 1.0
+        ctx.save_for_backward(inputs[0], inputs[1])
 
     def backward(ctx, gg):
         grad, y = ctx.saved_tensors
-        if name == "sigmoid":
-            dy = gg * grad * (1 - 2 * y)
-        elif name == "tanh":
-            dy = gg * grad * (-2 * y)
-        else:
-            dy = gg * grad * math.log(2.0)
-        return getattr(_ops, op)(gg, y), dy
+        dgrad = opfn(gg, y, ctx.cap) if scaled else opfn(gg, y)
+        dy = _from_output_dy(name, gg, grad, y, ctx.cap)
+        return (dgrad, dy, None) if scaled else (dgrad, dy)
 
     torch.library.register_autograd(f"turbogelu::{op}", backward, setup_context=setup)
 
@@ -310,16 +350,28 @@ for _name in UNARY:
 _register_unary_autograd("exp2", exp2_from_output)
 
 
+# softcap's default likewise differentiates from the saved result y = cap tanh(x / cap), as
+# PyTorch's autograd of c * tanh(x / c) does from its saved tanh: grad * (1 - (y / cap)^2),
+# one pass of three multiplies and an fma (the accuracy trade of tanh's above);
+# "direct" and "matched" recompute it from x.
+def softcap_from_output(grad: torch.Tensor, y: torch.Tensor, cap: float) -> torch.Tensor:
+    """softcap's autograd default: grad * (1 - q^2), q = y * fl(1 / cap) (no recomputation
+    from x)."""
+    return _ops.softcap_backward_from_output(grad, y, cap)
+
+
 def _softcap_setup(ctx, inputs, keyword_only_inputs, output):
     ctx.cap = inputs[1]
     ctx.backward = keyword_only_inputs.get("backward", "default")
     ctx.tier = keyword_only_inputs.get("tier", "accurate")
-    ctx.save_for_backward(inputs[0])
+    ctx.save_for_backward(output if ctx.backward == "default" else inputs[0])
 
 
 def _softcap_backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _ops.softcap_backward(grad, x, ctx.cap, ctx.backward, ctx.tier), None
+    (saved,) = ctx.saved_tensors
+    if ctx.backward == "default":
+        return softcap_from_output(grad, saved, ctx.cap), None
+    return _ops.softcap_backward(grad, saved, ctx.cap, ctx.backward, ctx.tier), None
 
 
 torch.library.register_autograd(
@@ -447,7 +499,9 @@ def softcap(
     x: torch.Tensor, cap: float, *, backward: str = "default", tier: str = "accurate"
 ) -> torch.Tensor:
     """``cap * tanh(x / cap)`` (Gemma 2's logit soft-capping) by the polynomial tanh: float32
-    within 3e-5 * cap; ``cap`` a positive finite float."""
+    within 3e-5 * cap; ``cap`` a positive finite float. The default gradient is ``grad * (1 -
+    (y / cap)^2)`` on the saved result y, as PyTorch's autograd of the composite computes it;
+    ``backward="direct"`` or ``"matched"`` recompute it from x."""
     _tensor(x, "softcap")
     return _ops.softcap(x, cap, backward=backward, tier=tier)
 

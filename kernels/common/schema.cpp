@@ -43,13 +43,17 @@ TORCH_LIBRARY(turbogelu, m) {
                "str tier=\"accurate\", *, Tensor(a!) out) -> ()")
               .c_str());
   }
-  // Autograd's default backward of sigmoid, tanh and exp2, from the saved result y = f(x)
+  // Autograd's default backward of sigmoid, tanh, exp2 and softcap, from the saved result y
   // rather than x (PyTorch's formula and order; CPU kernels, PyTorch's ops elsewhere).
   for (const char* f : {"sigmoid", "tanh", "exp2"}) {
     const std::string n = std::string(f) + "_backward_from_output";
     m.def((n + "(Tensor grad, Tensor y) -> Tensor").c_str());
     m.def((n + ".out(Tensor grad, Tensor y, *, Tensor(a!) out) -> ()").c_str());
   }
+  m.def("softcap_backward_from_output(Tensor grad, Tensor y, float cap) -> Tensor");
+  m.def(
+      "softcap_backward_from_output.out(Tensor grad, Tensor y, float cap, *, Tensor(a!) out) -> "
+      "()");
   // softcap(x, cap) = cap * tanh(x / cap), cap a positive finite float.
   m.def(
       "softcap(Tensor x, float cap, *, str backward=\"default\", str tier=\"accurate\") -> Tensor");

@@ -110,12 +110,13 @@ void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob
                    [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); });
 }
 
-// grad f'(x) from the saved y = f(x) (family.h's from_output); FamilyCall unused.
+// grad f'(x) from the saved y = f(x) (family.h's from_output; the call: softcap's 1/cap).
 template <class Isa, class T, FamilyOp Op>
-void family_from_output(const void* g, const void* y, void* out, int64_t n, const FamilyCall&,
+void family_from_output(const void* g, const void* y, void* out, int64_t n, const FamilyCall& cref,
                         bool stream) {
+  const FamilyCall c = cref;
   using V = typename Isa::V;
-  map2_any<Isa, T>(g, y, out, n, stream, [](V gv, V yv) { return from_output<Op>(gv, yv); });
+  map2_any<Isa, T>(g, y, out, n, stream, [&](V gv, V yv) { return from_output<Op>(gv, yv, c); });
 }
 
 // ---------------------------------------------------------------- softmax rows by exp2

@@ -55,10 +55,11 @@ struct CpuFamilyBackend {
     launch_two(op, tier, a, b, out, c, [](const cpu::FamilyKernels& k) { return k.binary; });
   }
 
-  // grad f'(x) from the saved y = f(x) (family.h's TG_FROM_OUTPUT_OPS): no program.
+  // grad f'(x) from the saved y = f(x) (family.h's TG_FROM_OUTPUT_OPS): no program; the
+  // call holds softcap's 1/cap.
   static void launch_from_output(FamilyOp op, const at::Tensor& grad, const at::Tensor& y,
-                                 const at::Tensor& out) {
-    launch_two(op, kTier_accurate, grad, y, out, FamilyCall{},
+                                 const at::Tensor& out, const FamilyCall& c) {
+    launch_two(op, kTier_accurate, grad, y, out, c,
                [](const cpu::FamilyKernels& k) { return k.from_output; });
   }
 
@@ -163,35 +164,37 @@ at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
 }
 
 // ---------------------------------------------------------------- backward from the result
-// <op>_backward_from_output(grad, y): autograd's default backward of sigmoid, tanh and exp2
-// (turbogelu/family.py's FROM_OUTPUT), from the saved result y = f(x) in PyTorch's formula
-// and order (family.h's from_output), through the family's loops, stores and thread split.
-// Other devices run PyTorch's ops (family.py).
+// <op>_backward_from_output(grad, y[, cap]): autograd's default backward of sigmoid, tanh,
+// exp2 and softcap (turbogelu/family.py's FROM_OUTPUT), from the saved result y = f(x) by
+// PyTorch's formulas (family.h's from_output), through the family's loops, stores and thread
+// split. Other devices run PyTorch's ops (family.py).
 
 std::string from_output_name(FamilyOp op) {
   return std::string(family_op(op).name) + "_backward_from_output";
 }
 
-void check_from_output(const std::string& name, const T& grad, const T& y) {
+// The checks, and the call (softcap: its cap checked and 1/cap rounded as the forward's).
+FamilyCall check_from_output(FamilyOp op, const T& grad, const T& y, double cap) {
+  const std::string name = from_output_name(op);
   cpu::check_on_cpu(y, name.c_str(), "y");
   cpu::check_on_cpu(grad, name.c_str(), "grad");
   ops::check_dtype(y, name.c_str());
   ops::check_like(grad, y, name.c_str(), "grad", "y");
+  Tier tier;
+  return ops::family_call(op, "accurate", "default", cap, &tier);
 }
 
-template <FamilyOp Op>
-T from_output_cpu(const T& grad, const T& y) {
-  check_from_output(from_output_name(Op), grad, y);
+T from_output_cpu(FamilyOp op, const T& grad, const T& y, double cap) {
+  const FamilyCall c = check_from_output(op, grad, y, cap);
   T out = at::empty_like(y);
-  CpuFamilyBackend::launch_from_output(Op, ops::in_layout_of(grad, out), ops::in_layout_of(y, out),
-                                       out);
+  CpuFamilyBackend::launch_from_output(op, ops::in_layout_of(grad, out), ops::in_layout_of(y, out),
+                                       out, c);
   return out;
 }
 
-template <FamilyOp Op>
-void from_output_out_cpu(const T& grad, const T& y, const T& out) {
-  const std::string name = from_output_name(Op);
-  check_from_output(name, grad, y);
+void from_output_out_cpu(FamilyOp op, const T& grad, const T& y, double cap, const T& out) {
+  const FamilyCall c = check_from_output(op, grad, y, cap);
+  const std::string name = from_output_name(op);
   cpu::check_on_cpu(out, name.c_str(), "out");
   ops::check_like(out, y, name.c_str(), "out", "y");
   at::assert_no_internal_overlap(out);
@@ -199,9 +202,25 @@ void from_output_out_cpu(const T& grad, const T& y, const T& out) {
   at::assert_no_partial_overlap(out, grad);
   // out may be grad or y itself: each element is read before it is written.
   const T target = ops::result_buffer(out, y);
-  CpuFamilyBackend::launch_from_output(Op, ops::in_layout_of(grad, target),
-                                       ops::in_layout_of(y, target), target);
+  CpuFamilyBackend::launch_from_output(op, ops::in_layout_of(grad, target),
+                                       ops::in_layout_of(y, target), target, c);
   if (!target.is_same(out)) out.copy_(target);
+}
+
+// The schemas' forms: (grad, y) for the Plain ops, (grad, y, cap) for softcap.
+template <FamilyOp Op>
+T from_output_plain(const T& grad, const T& y) {
+  return from_output_cpu(Op, grad, y, 1.0);
+}
+template <FamilyOp Op>
+void from_output_plain_out(const T& grad, const T& y, const T& out) {
+  from_output_out_cpu(Op, grad, y, 1.0, out);
+}
+T softcap_from_output(const T& grad, const T& y, double cap) {
+  return from_output_cpu(kFamily_softcap, grad, y, cap);
+}
+void softcap_from_output_out(const T& grad, const T& y, double cap, const T& out) {
+  from_output_out_cpu(kFamily_softcap, grad, y, cap, out);
 }
 
 // ---------------------------------------------------------------- autograd guards
@@ -262,6 +281,11 @@ void from_output_out_ag(const T& g, const T& y, const T& out) {
   static const auto op = find_op<Sig>("turbogelu::" + from_output_name(Op), "out");
   below_autograd(op, from_output_name(Op) + "(out=)", {&g, &y, &out}, {&out}, g, y, out);
 }
+void softcap_from_output_out_ag(const T& g, const T& y, double cap, const T& out) {
+  using Sig = void(const T&, const T&, double, const T&);
+  static const auto op = find_op<Sig>("turbogelu::softcap_backward_from_output", "out");
+  below_autograd(op, "softcap_backward_from_output(out=)", {&g, &y, &out}, {&out}, g, y, cap, out);
+}
 void softcap_out_ag(const T& x, double cap, S tier, const T& out) {
   static const auto op = find_op<void(const T&, double, S, const T&)>("turbogelu::softcap", "out");
   below_autograd(op, "softcap(out=)", {&x, &out}, {&out}, x, cap, tier, out);
@@ -293,11 +317,15 @@ void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, S tier, co
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
   ops::impl_family_ops<CpuFamilyBackend>(m);
   m.impl("softmax", &softmax_cpu);
-#define TG_FROM_OUTPUT(op)                                             \
-  m.impl(#op "_backward_from_output", &from_output_cpu<kFamily_##op>); \
-  m.impl(#op "_backward_from_output.out", &from_output_out_cpu<kFamily_##op>);
-  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT)
+#define TG_FROM_OUTPUT(op)                                               \
+  m.impl(#op "_backward_from_output", &from_output_plain<kFamily_##op>); \
+  m.impl(#op "_backward_from_output.out", &from_output_plain_out<kFamily_##op>);
+  TG_FROM_OUTPUT(sigmoid)
+  TG_FROM_OUTPUT(tanh)
+  TG_FROM_OUTPUT(exp2)
 #undef TG_FROM_OUTPUT
+  m.impl("softcap_backward_from_output", &softcap_from_output);
+  m.impl("softcap_backward_from_output.out", &softcap_from_output_out);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
@@ -315,10 +343,10 @@ TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
   m.impl("softcap_backward.out", &softcap_backward_out_ag);
   m.impl("swiglu.out", &swiglu_out_ag);
   m.impl("swiglu_backward.out", &swiglu_backward_out_ag);
-#define TG_FROM_OUTPUT_AG(op) \
-  m.impl(#op "_backward_from_output.out", &from_output_out_ag<kFamily_##op>);
-  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT_AG)
-#undef TG_FROM_OUTPUT_AG
+  m.impl("sigmoid_backward_from_output.out", &from_output_out_ag<kFamily_sigmoid>);
+  m.impl("tanh_backward_from_output.out", &from_output_out_ag<kFamily_tanh>);
+  m.impl("exp2_backward_from_output.out", &from_output_out_ag<kFamily_exp2>);
+  m.impl("softcap_backward_from_output.out", &softcap_from_output_out_ag);
 }
 
 }  // namespace turbogelu

@@ -20,10 +20,10 @@
   X(swiglu, silu, Gated)     \
   X(exp2, exp2, Plain)
 
-// The Plain ops whose autograd default differentiates from the saved result y rather than
-// from x (family_eval.h's from_output: two or three multiplies an element, PyTorch's own
-// formula and order); the CPU has kernels for them (<op>_backward_from_output).
-#define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(exp2)
+// The ops whose autograd default differentiates from the saved result y rather than from x
+// (from_output below: two to four multiplies an element, PyTorch's formulas); the CPU has
+// kernels for them (<op>_backward_from_output).
+#define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(exp2) X(softcap)
 
 namespace turbogelu {
 
@@ -91,18 +91,20 @@ inline namespace TG_ISA_NAMESPACE {
 
 // The derivative from the saved result y = f(x), PyTorch's formulas, each step rounded:
 //   sigmoid  fl(fl(grad fl(1 - y)) y)    tanh  fl(grad fma(-y, y, 1))    exp2  fl(fl(grad y) ln 2)
-// (1 - y as fma(y, -1, 1), one rounding as a subtraction's; tanh's 1 - y^2 in one rounding,
-// which keeps its accuracy as |y| nears 1; exp2's ln 2 rounded to the lanes' type).
+//   softcap  q = fl(y inv), fl(grad fma(-q, q, 1))   (y = cap tanh(x / cap), inv = fl(1 / cap))
+// (1 - y as fma(y, -1, 1), one rounding as a subtraction's; 1 - y^2 in one rounding, which
+// keeps its accuracy as |y| nears 1; exp2's ln 2 rounded to the lanes' type).
 // tests/test_from_output.py replays it.
 template <FamilyOp Op, class V>
-TG_HD TG_INLINE V from_output(V grad, V y) {
+TG_HD TG_INLINE V from_output(V grad, V y, const FamilyCall& c) {
   const V one = tg_splat(V{}, 1.0f), minus_one = tg_splat(V{}, -1.0f);
   if constexpr (Op == kFamily_sigmoid) {
     return tg_mul(tg_mul(grad, tg_fma(y, minus_one, one)), y);
-  } else if constexpr (Op == kFamily_tanh) {
-    return tg_mul(grad, tg_fma(tg_mul(y, minus_one), y, one));
+  } else if constexpr (Op == kFamily_tanh || Op == kFamily_softcap) {
+    const V q = Op == kFamily_tanh ? y : tg_mul(y, tg_splat(V{}, c.inv));
+    return tg_mul(grad, tg_fma(tg_mul(q, minus_one), q, one));
   } else {
-    static_assert(Op == kFamily_exp2, "from_output: sigmoid, tanh or exp2");
+    static_assert(Op == kFamily_exp2, "from_output: sigmoid, tanh, exp2 or softcap");
     if constexpr (std::is_same_v<V, double>) {
       return tg_mul(tg_mul(grad, y), 0.6931471805599453);  // ln 2 to double
     } else {
