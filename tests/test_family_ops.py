@@ -363,7 +363,8 @@ def test_tier_errors():
 def test_streaming_stores_give_the_plain_bits(dtype, isa):
     """The family's loops with non-temporal stores (float16 blocks written straight from the
     registers, the rest through the block buffer), outputs at every offset in a cache line:
-    the bits of plain stores, forward and backward, unary and gated."""
+    the bits of plain stores, forward and backward, unary and gated (its backward's two
+    outputs too)."""
     import turbogelu.ops as tops
 
     gen = torch.Generator().manual_seed(5)
@@ -384,6 +385,14 @@ def test_streaming_stores_give_the_plain_bits(dtype, isa):
                         got += [o, ob]
                     o = torch.empty(n + offset, dtype=dtype)[offset:]
                     OPS.swiglu.out(x, g, out=o)
-                    out[store] = [*got, o]
+                    # the gated backward's two outputs at one offset in a line (streamed),
+                    # and at two different ones (plain stores)
+                    pair = []
+                    for shift in (0, 1):
+                        oa = torch.empty(n + offset, dtype=dtype)[offset:]
+                        ob = torch.empty(n + offset + shift, dtype=dtype)[offset + shift :]
+                        OPS.swiglu_backward.out(g, x, g * 2, grad_a=oa, grad_b=ob)
+                        pair += [oa, ob]
+                    out[store] = [*got, o, *pair]
             for a, b in zip(out["plain"], out["stream"], strict=True):
                 assert_same_bits(a, b, f"{isa} offset {offset} n {n}")

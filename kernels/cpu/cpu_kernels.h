@@ -45,13 +45,14 @@ using CellsBackwardFn = void (*)(const void* grad, const void* x, void* out, int
 //   unary   Plain and Scaled forward: out = f(x)
 //   binary  Plain and Scaled backward: out = grad f'(x), (a, b) = (grad, x); Gated forward:
 //           out = f(a) b
-//   pair    Gated backward: (out_a, out_b) from (grad, a, b); plain stores only
+//   pair    Gated backward: (out_a, out_b) from (grad, a, b); `stream` only where the two
+//           outputs share their offset in a cache line
 using FamilyUnaryFn = void (*)(const void* x, void* out, int64_t n, const FamilyCall& c,
                                bool stream);
 using FamilyBinaryFn = void (*)(const void* a, const void* b, void* out, int64_t n,
                                 const FamilyCall& c, bool stream);
 using FamilyPairFn = void (*)(const void* g, const void* a, const void* b, void* out_a, void* out_b,
-                              int64_t n, const FamilyCall& c);
+                              int64_t n, const FamilyCall& c, bool stream);
 //   from_output  grad f'(x) from the saved result y = f(x): out = from_output(grad, y)
 //           (family.h's TG_FROM_OUTPUT_OPS; (a, b) = (grad, y), the binary signature)
 //   softmax `rows` contiguous rows of `cols` elements, x to y, by exp2 (family_loops.h's

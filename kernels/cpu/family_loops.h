@@ -17,10 +17,11 @@ namespace cpu {
 
 inline namespace TG_ISA_NAMESPACE {
 
-// One pass over (g, a, b) writing two outputs, block by block with the tail through a
-// zero-padded buffer (as map_n). Plain stores: the gated backward is the one op with two
-// outputs, and the streaming head would have to align both.
-template <class Isa, class T, class F>
+// One pass over (g, a, b) writing two outputs, block by block, the head and tail through
+// zero-padded buffers (as map_n). Stream: whole blocks of both outputs are written with
+// non-temporal stores, which the caller asks for only when the two outputs sit at the same
+// offset in a cache line, so that one head aligns both (the bits are the plain loop's).
+template <class Isa, class T, bool Stream, class F>
 TG_INLINE void map_pair(const void* gv, const void* av, const void* bv, void* oav, void* obv,
                         int64_t n, F f) {
   using V = typename Isa::V;
@@ -35,15 +36,8 @@ TG_INLINE void map_pair(const void* gv, const void* av, const void* bv, void* oa
       r[1][j] = p.second;
     }
   };
-  int64_t i = 0;
-  for (; i + Isa::B <= n; i += Isa::B) {
-    for (int a = 0; a < 3; ++a) Isa::load(in[a] + i, v[a]);
-    block();
-    Isa::store(out[0] + i, r[0]);
-    Isa::store(out[1] + i, r[1]);
-  }
-  if (i < n) {
-    const size_t bytes = sizeof(T) * static_cast<size_t>(n - i);
+  const auto buffered = [&](int64_t i, int64_t count) {
+    const size_t bytes = sizeof(T) * static_cast<size_t>(count);
     T ib[3][Isa::B], ob[2][Isa::B];
     for (int a = 0; a < 3; ++a) {
       std::memset(ib[a], 0, sizeof ib[a]);
@@ -55,7 +49,34 @@ TG_INLINE void map_pair(const void* gv, const void* av, const void* bv, void* oa
       Isa::store(ob[o], r[o]);
       std::memcpy(out[o] + i, ob[o], bytes);
     }
+  };
+  const auto store = [&](T* p, const V(&x)[Isa::K]) {
+    if constexpr (Stream && HasStreamStore<Isa, T>::value) {
+      Isa::stream_store(p, x);
+    } else if constexpr (Stream) {
+      alignas(64) T ob[Isa::B];
+      Isa::store(ob, x);
+      Isa::stream_block(p, ob, sizeof ob);
+    } else {
+      Isa::store(p, x);
+    }
+  };
+  int64_t i = 0;
+  if constexpr (Stream) {
+    const int64_t h = head_elements(out[0], n);
+    for (int64_t count = 0; i < h; i += count) {
+      count = h - i < Isa::B ? h - i : Isa::B;
+      buffered(i, count);
+    }
   }
+  for (; i + Isa::B <= n; i += Isa::B) {
+    for (int a = 0; a < 3; ++a) Isa::load(in[a] + i, v[a]);
+    block();
+    store(out[0] + i, r[0]);
+    store(out[1] + i, r[1]);
+  }
+  if (i < n) buffered(i, n - i);
+  if constexpr (Stream) Isa::stream_fence();
 }
 
 // map1 / map2 with the store chosen at run time (streaming where the traits can).
@@ -103,11 +124,14 @@ void family_binary(const void* a, const void* b, void* out, int64_t n, const Fam
 
 template <class Isa, class T, class S>
 void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob, int64_t n,
-                 const FamilyCall& cref) {
+                 const FamilyCall& cref, bool stream) {
   const FamilyCall c = cref;
   using V = typename Isa::V;
-  map_pair<Isa, T>(g, a, b, oa, ob, n,
-                   [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); });
+  const auto f = [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); };
+  if constexpr (CanStream<Isa>::value) {
+    if (stream) return map_pair<Isa, T, true>(g, a, b, oa, ob, n, f);
+  }
+  map_pair<Isa, T, false>(g, a, b, oa, ob, n, f);
 }
 
 // grad f'(x) from the saved y = f(x) (family.h's from_output; the call: softcap's 1/cap).

@@ -93,9 +93,15 @@ struct CpuFamilyBackend {
     const char* bp = static_cast<const char*>(b.const_data_ptr());
     char* oa = static_cast<char*>(out_a.data_ptr());
     char* ob = static_cast<char*>(out_b.data_ptr());
-    const int64_t es = a.element_size();
-    at::parallel_for(0, n, cpu::parallel_grain(), [&](int64_t lo, int64_t hi) {
-      fn(gp + lo * es, ap + lo * es, bp + lo * es, oa + lo * es, ob + lo * es, hi - lo, c);
+    const int64_t es = a.element_size(), grain = cpu::parallel_grain();
+    // Streaming stores when the call's bytes ask for them and one head aligns both outputs
+    // (two tensors from the allocator do: each starts on a 64-byte boundary).
+    const bool same_line_offset =
+        ((reinterpret_cast<uintptr_t>(oa) ^ reinterpret_cast<uintptr_t>(ob)) & 63) == 0;
+    const bool stream = same_line_offset && cpu::stream_output(oa, es, n, 5 * n * es, grain) &&
+                        cpu::stream_output(ob, es, n, 5 * n * es, grain);
+    at::parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) {
+      fn(gp + lo * es, ap + lo * es, bp + lo * es, oa + lo * es, ob + lo * es, hi - lo, c, stream);
     });
   }
 };
