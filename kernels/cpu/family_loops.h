@@ -351,6 +351,7 @@ void family_softmax(const void* xv, void* yv, int64_t rows, int64_t cols, const 
 // bits family_softmax gives it as a row, whichever vectors share its block. The data pass
 // through the float32 scratch as cols blocks: e[j B + t] = element j of lane t (in the traits'
 // lane order when whole blocks are loaded from memory; their store undoes it).
+
 // One vector of float32 lanes from / to memory (any alignment).
 template <class V>
 TG_INLINE V softmax_load1(const float* p) {
