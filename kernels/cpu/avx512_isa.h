@@ -27,6 +27,12 @@ TG_INLINE V16 tg_tail_select(__mmask16 m, V16 x, V16 other) {
 }
 TG_INLINE V16 tg_splat(V16, float v) { return {_mm512_set1_ps(v)}; }
 TG_INLINE V16 tg_abs(V16 x) { return {_mm512_abs_ps(x.v)}; }
+// copysign(p, x): bits from x where the mask (the sign bit) is set, else from p; 0xCA is the
+// ternary-logic table of (mask ? x : p), bit a*4 + b*2 + c for operands (mask, x, p).
+TG_INLINE V16 tg_copysign(V16 p, V16 x) {
+  return {_mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+      _mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(x.v), _mm512_castps_si512(p.v), 0xCA))};
+}
 // exp2's 2^floor(n/2), 2^ceil(n/2) from k's bits (family_eval.h's pow2_split_bits).
 TG_INLINE Pow2<V16> tg_pow2_split(V16 k) {
   const __m512i i = _mm512_castps_si512(k.v), h = _mm512_srli_epi32(i, 1);

@@ -86,7 +86,8 @@ struct KernelTable {
   BackwardFn backward[kNumDTypes];
   CellsForwardFn cells_forward[kNumDTypes];  // likewise
   CellsBackwardFn cells_backward[kNumDTypes];
-  const FamilyKernels* family;  // kNumFamilyOps x kNumTiers entries (family.h's family_index)
+  const FamilyKernels*
+      family;  // kFamilyTableSize entries (family.h: family_index, family_cells_index)
 };
 
 const KernelTable& scalar_table();

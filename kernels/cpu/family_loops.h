@@ -96,10 +96,20 @@ TG_INLINE void map2_any(const void* a, const void* b, void* out, int64_t n, bool
 }
 
 // The call is copied to a local first (as forward_loop's coefficients): stores to `out`
-// cannot alias it, so its constants stay in registers.
+// cannot alias it, so its constants stay in registers; a cells shape's copy holds its two
+// tables as well (family_eval.h's FamilyCellsCall).
+template <class S>
+TG_INLINE auto local_call(const FamilyCall& c) {
+  if constexpr (S::cells) {
+    return FamilyCellsCall{c, *c.fcells, *c.dcells};
+  } else {
+    return c;
+  }
+}
+
 template <class Isa, class T, class S, Kind K>
 void family_unary(const void* x, void* out, int64_t n, const FamilyCall& cref, bool stream) {
-  const FamilyCall c = cref;
+  const auto c = local_call<S>(cref);
   using V = typename Isa::V;
   if constexpr (K == Kind::Scaled) {
     map1_any<Isa, T>(x, out, n, stream, [&](V v) { return scaled_forward<S>(v, c); });
@@ -111,7 +121,7 @@ void family_unary(const void* x, void* out, int64_t n, const FamilyCall& cref, b
 template <class Isa, class T, class S, Kind K>
 void family_binary(const void* a, const void* b, void* out, int64_t n, const FamilyCall& cref,
                    bool stream) {
-  const FamilyCall c = cref;
+  const auto c = local_call<S>(cref);
   using V = typename Isa::V;
   if constexpr (K == Kind::Gated) {
     map2_any<Isa, T>(a, b, out, n, stream, [&](V av, V bv) { return gated_forward<S>(av, bv, c); });
@@ -125,7 +135,7 @@ void family_binary(const void* a, const void* b, void* out, int64_t n, const Fam
 template <class Isa, class T, class S>
 void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob, int64_t n,
                  const FamilyCall& cref, bool stream) {
-  const FamilyCall c = cref;
+  const auto c = local_call<S>(cref);
   using V = typename Isa::V;
   const auto f = [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); };
   if constexpr (CanStream<Isa>::value) {
@@ -566,18 +576,36 @@ void family_fill(FamilyKernels* table) {
   }
 }
 
+// The cells kernels of the ops whose function has them (family.h's family_cells_index):
+// the Plain and Gated ops of sigmoid and SiLU (softcap is tanh's, which has none).
+template <class Isa, class T>
+void family_fill_cells(FamilyKernels* table) {
+#define TG_FILL_CELLS(op, fn, kind)                                                         \
+  if constexpr (Kind::kind != Kind::Scaled && coeffs::fn##_family_cells.forward != nullptr) \
+    family_fill_one<Isa, T, shapes::fn##_cells, Kind::kind>(                                \
+        table[family_cells_index(kFamily_##op)]);
+  TG_FAMILY_OPS(TG_FILL_CELLS)
+#undef TG_FILL_CELLS
+}
+
 // The table of an instruction set: float32, float16 and bfloat16 on Isa; float64 on Isa64
 // (void: none, the scalar table's is used).
 template <class Isa, class Isa64 = void>
 const FamilyKernels* family_kernels() {
   static const auto table = [] {
     struct Table {
-      FamilyKernels ops[kNumFamilyOps * kNumTiers]{};
+      FamilyKernels ops[kFamilyTableSize]{};
     } t;
     family_fill<Isa, float>(t.ops);
     family_fill<Isa, f16_t>(t.ops);
     family_fill<Isa, bf16_t>(t.ops);
-    if constexpr (!std::is_void_v<Isa64>) family_fill<Isa64, double>(t.ops);
+    family_fill_cells<Isa, float>(t.ops);
+    family_fill_cells<Isa, f16_t>(t.ops);
+    family_fill_cells<Isa, bf16_t>(t.ops);
+    if constexpr (!std::is_void_v<Isa64>) {
+      family_fill<Isa64, double>(t.ops);
+      family_fill_cells<Isa64, double>(t.ops);
+    }
     return t;
   }();
   return table.ops;

@@ -19,9 +19,14 @@ namespace turbogelu {
 namespace {
 
 // The kernel of (op, tier) for dtype index d: this instruction set's, else the scalar table's.
+// With the call of a program (not the from-output backward): its cells kernel instead where
+// the call has cells tables (the accurate tier of sigmoid and SiLU) and the CPU program is
+// set to "cells".
 template <class Pick>
-auto pick(FamilyOp op, Tier tier, int d, Pick p) {
-  const int i = family_index(op, tier);
+auto pick(FamilyOp op, Tier tier, int d, Pick p, const FamilyCall* call = nullptr) {
+  const bool cells = call != nullptr && call->fcells != nullptr && call->dcells != nullptr &&
+                     tier == kTier_accurate && cpu::family_cells_forced();
+  const int i = cells ? family_cells_index(op) : family_index(op, tier);
   const auto f = p(cpu::current_kernel_table().family[i])[d];
   return f != nullptr ? f : p(cpu::scalar_table().family[i])[d];
 }
@@ -40,7 +45,7 @@ struct CpuFamilyBackend {
     const int64_t n = x.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(x, family_op(op).name);
-    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.unary; });
+    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.unary; }, &c);
     const char* xp = static_cast<const char*>(x.const_data_ptr());
     char* op_ = static_cast<char*>(out.data_ptr());
     const int64_t es = x.element_size(), grain = cpu::parallel_grain();
@@ -52,25 +57,27 @@ struct CpuFamilyBackend {
 
   static void launch_binary(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
                             const at::Tensor& out, const FamilyCall& c) {
-    launch_two(op, tier, a, b, out, c, [](const cpu::FamilyKernels& k) { return k.binary; });
+    launch_two(op, tier, a, b, out, c, [](const cpu::FamilyKernels& k) { return k.binary; }, true);
   }
 
   // grad f'(x) from the saved y = f(x) (family.h's TG_FROM_OUTPUT_OPS): no program; the
   // call holds softcap's 1/cap.
   static void launch_from_output(FamilyOp op, const at::Tensor& grad, const at::Tensor& y,
                                  const at::Tensor& out, const FamilyCall& c) {
-    launch_two(op, kTier_accurate, grad, y, out, c,
-               [](const cpu::FamilyKernels& k) { return k.from_output; });
+    launch_two(
+        op, kTier_accurate, grad, y, out, c,
+        [](const cpu::FamilyKernels& k) { return k.from_output; }, false);
   }
 
-  // Two inputs, one output, by the kernel `member` picks from a table entry.
+  // Two inputs, one output, by the kernel `member` picks from a table entry (`program`: the
+  // call's programs run, so its cells kernel may be taken).
   template <class Member>
   static void launch_two(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
-                         const at::Tensor& out, const FamilyCall& c, Member member) {
+                         const at::Tensor& out, const FamilyCall& c, Member member, bool program) {
     const int64_t n = a.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(a, family_op(op).name);
-    const auto fn = pick(op, tier, d, member);
+    const auto fn = pick(op, tier, d, member, program ? &c : nullptr);
     const char* ap = static_cast<const char*>(a.const_data_ptr());
     const char* bp = static_cast<const char*>(b.const_data_ptr());
     char* op_ = static_cast<char*>(out.data_ptr());
@@ -87,7 +94,7 @@ struct CpuFamilyBackend {
     const int64_t n = a.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(a, family_op(op).name);
-    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.pair; });
+    const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.pair; }, &c);
     const char* gp = static_cast<const char*>(g.const_data_ptr());
     const char* ap = static_cast<const char*>(a.const_data_ptr());
     const char* bp = static_cast<const char*>(b.const_data_ptr());

@@ -555,6 +555,7 @@ bool cuda_packed() { return packed_slot().load(std::memory_order_relaxed); }
 namespace cpu {
 
 const KernelTable& current_kernel_table() { return current_table(); }
+bool family_cells_forced() { return cpu_kernel_setting() == CpuKernel::Cells; }
 int64_t parallel_grain() { return g_grain.load(std::memory_order_relaxed); }
 bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain) {
   return streams(static_cast<const char*>(out), es, n, bytes, grain);

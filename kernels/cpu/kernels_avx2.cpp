@@ -46,6 +46,10 @@ TG_INLINE V8 tg_tail_select(M8 m, V8 x, V8 other) {
 }
 TG_INLINE V8 tg_splat(V8, float v) { return {_mm256_set1_ps(v)}; }
 TG_INLINE V8 tg_abs(V8 x) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x.v)}; }
+TG_INLINE V8 tg_copysign(V8 p, V8 x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  return {_mm256_or_ps(_mm256_andnot_ps(sign, p.v), _mm256_and_ps(sign, x.v))};
+}
 // exp2's 2^floor(n/2), 2^ceil(n/2) from k's bits (family_eval.h's pow2_split_bits).
 TG_INLINE Pow2<V8> tg_pow2_split(V8 k) {
   const __m256i i = _mm256_castps_si256(k.v), h = _mm256_srli_epi32(i, 1);

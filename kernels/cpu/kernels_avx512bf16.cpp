@@ -63,10 +63,11 @@ struct Avx512Bf16Isa : Avx512Isa {
 const FamilyKernels* family_bf16(const FamilyKernels* base) {
   static const auto table = [base] {
     struct Table {
-      FamilyKernels ops[kNumFamilyOps * kNumTiers];
+      FamilyKernels ops[kFamilyTableSize];
     } t;
-    for (int i = 0; i < kNumFamilyOps * kNumTiers; ++i) t.ops[i] = base[i];
+    for (int i = 0; i < kFamilyTableSize; ++i) t.ops[i] = base[i];
     family_fill<Avx512Bf16Isa, bf16_t>(t.ops);
+    family_fill_cells<Avx512Bf16Isa, bf16_t>(t.ops);
     return t;
   }();
   return table.ops;

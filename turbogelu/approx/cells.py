@@ -266,24 +266,27 @@ def load(path: str | Path) -> dict:
     return specmod.load(path, "cells")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
+def cli(argv: list[str] | None, command: str, doc: str, folder: Path, texts: dict) -> int:
+    """The spec writers' command line (this module's and family_cells.py's): ``texts`` maps
+    each file name to a function giving its refitted text; --check compares instead of
+    writing, a committed file that differs is kept unless --force."""
+    ap = argparse.ArgumentParser(prog=command, description=doc.split("\n\n")[0])
     ap.add_argument(
         "--check",
         action="store_true",
         help="refit and compare with the committed specs instead of writing",
     )
-    ap.add_argument("--out", type=Path, default=SPEC_DIR, help="folder for the specs")
+    ap.add_argument("--out", type=Path, default=folder, help="folder for the specs")
     ap.add_argument(
         "--force",
         action="store_true",
-        help="overwrite a committed spec (data/specs/cells) that differs from the refit",
+        help=f"overwrite a committed spec ({folder}) that differs from the refit",
     )
     args = ap.parse_args(argv)
     status = 0
-    for mode in MODES:
-        text = dumps(build_spec(mode))
-        path = args.out / spec_path(mode).name
+    for name, refit in texts.items():
+        text = refit()
+        path = args.out / name
         if args.check:
             same = path.is_file() and path.read_text() == text
             print(f"{path}: {'matches' if same else 'DIFFERS from'} the refit")
@@ -299,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         errs = ", ".join(f"{p} max {spec[p]['errors']['max_abs_float32']:.3e}" for p in PARTS)
         print(f"{specmod.describe_write(path, outcome)}: {errs}")
     return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    texts = {spec_path(m).name: (lambda m=m: dumps(build_spec(m))) for m in MODES}
+    return cli(argv, COMMAND, __doc__, SPEC_DIR, texts)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,16 @@ def _packed_lines(packed: dict) -> list[str]:
     return lines
 
 
+def _cell_table(name: str, part: dict) -> list[str]:
+    """A CellTable constant (poly_eval.h) from a cells spec part."""
+    rows = ",\n     ".join("{" + ", ".join(_lit(v) for v in row) + "}" for row in part["table"])
+    return [
+        f"inline constexpr CellTable {name} = {{",
+        f"    {_lit(part['scale'])}, {_lit(part['clamp'])}, {_lit(part['offset'])},",
+        f"    {{{rows}}}}};",
+    ]
+
+
 def _cells_lines(cells: dict | None) -> list[str]:
     """The CPU's table-driven kernel (turbogelu/approx/cells.py), if given."""
     if not cells:
@@ -135,16 +145,11 @@ def _cells_lines(cells: dict | None) -> list[str]:
         for name in specmod.PARTS:
             part = s[name]
             e = part["errors"]
-            rows = ",\n     ".join(
-                "{" + ", ".join(_lit(v) for v in row) + "}" for row in part["table"]
-            )
             lines += [
                 f'// approximate="{mode}" {name}: max |err| {e["max_abs_float32"]:.3e}'
                 f" (at x = {e['argmax_float32']:.6g}), mean |err| on the grid"
                 f" {e['mean_abs_float32_grid']:.3e}",
-                f"inline constexpr CellTable gelu_{mode}_{PART_NAMES[name]}_cells = {{",
-                f"    {_lit(part['scale'])}, {_lit(part['clamp'])}, {_lit(part['offset'])},",
-                f"    {{{rows}}}}};",
+                *_cell_table(f"gelu_{mode}_{PART_NAMES[name]}_cells", part),
             ]
         default = "true" if s["default_backward"] == "direct" else "false"
         lines += [
@@ -356,7 +361,7 @@ def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     specs, family = load_specs(spec_dir), load_family(spec_dir)
     return {
         HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
-        FAMILY_HEADER: render_family(family, load_exp2(spec_dir)),
+        FAMILY_HEADER: render_family(family, load_exp2(spec_dir), load_family_cells(spec_dir)),
         METAL: render_metal(specs),
         FAMILY_METAL: render_family_metal(family, load_exp2(spec_dir)),
     }
@@ -482,17 +487,21 @@ def _exp2_lines(tier: str, doc: dict) -> tuple[list[str], str]:
     return lines, f"  X(exp2, {tier}, {form}, {fdeg}, false, {form}, {bdeg}, false)"
 
 
-def render_family(docs: dict[tuple[str, str], dict], exp2_docs: dict | None = None) -> str:
-    """family_coeffs.h from the family's specs and exp2's (``load_exp2``; the committed
-    ones when None)."""
+def render_family(
+    docs: dict[tuple[str, str], dict], exp2_docs: dict | None = None, cells: dict | None = None
+) -> str:
+    """family_coeffs.h from the family's specs, exp2's (``load_exp2``) and the family's cells
+    (``load_family_cells``; the committed ones when None)."""
     from .polyspec import PolySpec
 
     exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
+    cells = load_family_cells() if cells is None else cells
 
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
         "// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs) and",
-        "// data/specs/exp2/<tier>.json (python -m turbogelu.approx.exp2_programs).",
+        "// data/specs/exp2/<tier>.json (python -m turbogelu.approx.exp2_programs) and",
+        "// data/specs/cells/<function>.json (python -m turbogelu.approx.family_cells).",
         "//",
         "// The activation family's programs in the shape of family_eval.h, each tier's, and",
         "// TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,",
@@ -522,9 +531,54 @@ def render_family(docs: dict[tuple[str, str], dict], exp2_docs: dict | None = No
         more, shape = _exp2_lines(tier, doc)
         lines += more
         shapes.append(shape)
+    functions = list(dict.fromkeys([fn for fn, _ in docs] + ["exp2"]))
+    lines += _family_cells_lines(cells, functions)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
+    forms = [f"X({fn}, {s['forward']['form']}, {s['backward_direct']['form']})"
+             for fn, s in cells.items()]  # fmt: skip
+    lines += ["// The functions with cells programs: X(function, forward form, derivative form).",
+              "#define TG_FAMILY_CELLS(X) " + " ".join(forms), ""]  # fmt: skip
     return "\n".join(lines)
+
+
+def _family_cells_lines(cells: dict, functions: list[str]) -> list[str]:
+    """The family's table-driven CPU programs (family_cells.py): <fn>_cells_<part>, and
+    <fn>_family_cells for every function (empty where it has none)."""
+    for fn, s in cells.items():  # the kernels evaluate both derivatives in one form
+        if s["backward_matched"]["form"] != s["backward_direct"]["form"]:
+            raise ValueError(f"{fn} cells: the two derivatives have different forms")
+    lines = [
+        "",
+        "// Cells: the CPU's table-driven programs for sigmoid and SiLU (family_eval.h's",
+        "// cells_eval), a cubic in each of 32 cells of |x|; float32 max |err| over [-24, 24].",
+    ]
+    for fn, s in cells.items():
+        lines += [f"// {fn}: {s['generated_by']}"]
+        for name in specmod.PARTS:
+            part = s[name]
+            e = part["errors"]
+            lines += [
+                f"// {name} ({part['form']}): max |err| {e['max_abs_float32']:.3e}"
+                f" (at x = {e['argmax_float32']:.6g})",
+                *_cell_table(f"{fn}_cells_{name}", part),
+            ]
+    for fn in functions:
+        tables = (
+            f"&{fn}_cells_forward, &{fn}_cells_backward_direct, &{fn}_cells_backward_matched"
+            if fn in cells
+            else "nullptr, nullptr, nullptr"
+        )
+        lines += [f"inline constexpr FamilyCells {fn}_family_cells = {{{tables}}};"]
+    return lines
+
+
+def load_family_cells(spec_dir: Path | None = None) -> dict:
+    """{function: cells spec}: ``spec_dir/cells`` when it exists, else the committed ones."""
+    from . import family_cells
+
+    root = _root(spec_dir, "family_cells")
+    return {fn: family_cells.load(fn, root) for fn in family_cells.FUNCTIONS}
 
 
 # ---------------------------------------------------------------- the family in Metal

@@ -1,7 +1,7 @@
 """The kernels' spec files: their names, reading and writing, the defaults they are fitted
 with, and the polynomial kernels' own specs (built from a fit, measured, stored with hex floats).
 
-Five kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
+Six kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
 here only (``spec_path``, ``load``, ``dumps``):
 
 * ``"poly"``, ``gelu_<exact|tanh>.json``: the polynomial kernels. For one GELU form, three
@@ -9,7 +9,8 @@ here only (``spec_path``, ``load``, ``dumps``):
   fit of GELU') and ``backward_matched`` (the forward's own derivative), each with its clamp R,
   scale 2/R^2 and float32 coefficients written as hex, plus the errors measured by replaying
   the kernels' float32 arithmetic, and the command that recreates the file. Built here.
-* ``"cells"``, ``cells/gelu_<none|tanh>.json``: the CPU's table-driven kernel (``cells.py``).
+* ``"cells"``, ``cells/gelu_<none|tanh>.json``: the CPU's table-driven kernel (``cells.py``);
+  ``"family_cells"``, ``cells/<sigmoid|silu>.json``: the family's (``family_cells.py``).
 * ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
   CUDA path, stored as PolySpec documents (``packed.py``, ``polyspec.py``).
 * ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier
@@ -327,6 +328,10 @@ SCHEMAS = {
         "python -m turbogelu.approx.packed",
         2,
     ),
+    # The family's table-driven CPU programs (family_cells.py): {mode} is the function.
+    "family_cells": Schema(
+        "cells", "{mode}.json", "family cells spec", "python -m turbogelu.approx.family_cells", 1
+    ),
     # The activation family's accurate tier: {mode} is the function (sigmoid, tanh, silu).
     "accurate": Schema(
         "",
@@ -452,6 +457,7 @@ def _check_tier(spec: dict, tier: str) -> None:
 _CHECKS = {
     "poly": _check_poly,
     "cells": _check_cells,
+    "family_cells": _check_cells,
     "packed": _check_packed,
     "accurate": lambda spec: _check_tier(spec, "accurate"),
     "paper": lambda spec: _check_tier(spec, "paper"),

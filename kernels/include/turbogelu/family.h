@@ -46,6 +46,7 @@ enum Tier : int { kTier_accurate = 0, kTier_paper = 1, kNumTiers = 2 };
 namespace shapes {
 #define TG_SHAPE(fn, tier, Ff, Df, Yf, Fd, Dd, Yd) \
   struct fn##_##tier {                             \
+    static constexpr bool cells = false;           \
     static constexpr Form ff = Form::Ff;           \
     static constexpr int nf = Df + 1;              \
     static constexpr bool yf = Yf;                 \
@@ -55,6 +56,19 @@ namespace shapes {
   };
 TG_FAMILY_SHAPES(TG_SHAPE)
 #undef TG_SHAPE
+// The cells programs' shapes (CPU only): shapes::<function>_cells, forms of family_eval.h's
+// CellForm; declared for every function, defined for those with cells programs.
+#define TG_CELLS_DECLARE(fn, ...) struct fn##_cells;
+TG_FAMILY_SHAPES(TG_CELLS_DECLARE)
+#undef TG_CELLS_DECLARE
+#define TG_CELLS_SHAPE(fn, Ff, Fd)               \
+  struct fn##_cells {                            \
+    static constexpr bool cells = true;          \
+    static constexpr CellForm ff = CellForm::Ff; \
+    static constexpr CellForm fd = CellForm::Fd; \
+  };
+TG_FAMILY_CELLS(TG_CELLS_SHAPE)
+#undef TG_CELLS_SHAPE
 }  // namespace shapes
 
 // One op's name, kind and programs in one tier (the host code's view of TG_FAMILY_OPS).
@@ -65,21 +79,28 @@ struct FamilyOpInfo {
   const FamilyProgram* direct;
   const FamilyProgram* matched;
   bool default_direct;
+  FamilyCells cells;  // the accurate tier's cells programs, if the function has them
 };
 
-// Kernel tables hold kNumFamilyOps x kNumTiers entries, in this order.
+// Kernel tables hold kNumFamilyOps x kNumTiers entries, in this order, then the CPU's
+// cells kernels of each op (empty where its function has none).
 constexpr int family_index(FamilyOp op, Tier tier) { return op * kNumTiers + tier; }
+constexpr int family_cells_index(FamilyOp op) { return kNumFamilyOps * kNumTiers + op; }
+constexpr int kFamilyTableSize = kNumFamilyOps * (kNumTiers + 1);
 
 inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
   static const FamilyOpInfo table[kNumFamilyOps * kNumTiers] = {
-#define TG_INFO_TIER(op, fn, kind, tier)    \
-  {#op,                                     \
-   Kind::kind,                              \
-   &coeffs::fn##_##tier##_forward,          \
-   &coeffs::fn##_##tier##_backward_direct,  \
-   &coeffs::fn##_##tier##_backward_matched, \
-   coeffs::fn##_##tier##_default_backward_is_direct},
-#define TG_INFO(op, fn, kind) TG_INFO_TIER(op, fn, kind, accurate) TG_INFO_TIER(op, fn, kind, paper)
+#define TG_INFO_TIER(op, fn, kind, tier, cells_of)   \
+  {#op,                                              \
+   Kind::kind,                                       \
+   &coeffs::fn##_##tier##_forward,                   \
+   &coeffs::fn##_##tier##_backward_direct,           \
+   &coeffs::fn##_##tier##_backward_matched,          \
+   coeffs::fn##_##tier##_default_backward_is_direct, \
+   cells_of},
+#define TG_INFO(op, fn, kind)                                     \
+  TG_INFO_TIER(op, fn, kind, accurate, coeffs::fn##_family_cells) \
+  TG_INFO_TIER(op, fn, kind, paper, FamilyCells{})
       TG_FAMILY_OPS(TG_INFO)
 #undef TG_INFO
 #undef TG_INFO_TIER

@@ -36,6 +36,8 @@ inline FamilyCall family_call(FamilyOp op, c10::string_view tier_name, c10::stri
   FamilyCall c{};
   c.f = *info.forward;
   c.d = direct ? *info.direct : *info.matched;
+  c.fcells = info.cells.forward;
+  c.dcells = direct ? info.cells.direct : info.cells.matched;
   c.cap = 1.0f;
   c.inv = 1.0f;
   if (info.kind == Kind::Scaled) {

@@ -46,13 +46,36 @@ struct FamilyProgram {
   float c[kMaxCoeffs];
 };
 
+// The CPU's table-driven programs of a function ("cells", turbogelu/approx/family_cells.py):
+// a cubic in each of 32 cells of u = |x|, then the function's form (cells_eval below). Null
+// where the function has none (the generated family_coeffs.h holds them).
+enum class CellForm : int {
+  HalfPlusOdd = 0,   // 1/2 + copysign(p, x)             sigmoid, SiLU'
+  XHalfPlusOdd = 1,  // max(x, -clamp) (1/2 + copysign(p, x))   SiLU
+  Even = 2           // p                                 sigmoid'
+};
+struct FamilyCells {
+  const CellTable* forward;
+  const CellTable* direct;
+  const CellTable* matched;
+};
+
 // What one call of a family op evaluates: the function's program `f`, the derivative's `d`
-// (direct or matched, chosen by the caller), and softcap's scales (x * inv, then cap * t).
+// (direct or matched, chosen by the caller), and softcap's scales (x * inv, then cap * t);
+// `fcells` and `dcells` the same choice among the cells programs (null where there are none:
+// the CPU runs them when asked to, kernels/cpu/family_ops.cpp).
 struct FamilyCall {
   FamilyProgram f;
   FamilyProgram d;
   float inv;  // 1/cap rounded to float32 (softcap only)
   float cap;  // cap rounded to float32 (softcap only)
+  const CellTable* fcells;
+  const CellTable* dcells;
+};
+// The call as a cells kernel's loop holds it: the two tables copied beside it, so that they
+// stay in registers (the loops copy the call to a local for the same reason).
+struct FamilyCellsCall : FamilyCall {
+  CellTable ft, dt;
 };
 
 inline namespace TG_ISA_NAMESPACE {
@@ -86,6 +109,10 @@ TG_HD TG_INLINE double tg_add(double a, double b) {
   return a + b;
 #endif
 }
+
+// |p| with x's sign (the cells programs: host code only).
+TG_INLINE float tg_copysign(float p, float x) { return std::copysign(p, x); }
+TG_INLINE double tg_copysign(double p, double x) { return std::copysign(p, x); }
 
 // exp2 (turbogelu/approx/exp2_programs.py replays it): xc = x clamped to the window (NaN
 // passes), k = fl(xc [- 1/2] + magic) holds rint in its last bits, n = k - magic and
@@ -169,6 +196,22 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
   }
 }
 
+// The cells programs (CPU only): u = min(|x|, clamp) (NaN stays), p = the cubic of u's cell,
+// then the form. 1/2 + copysign(p, x) is exactly 1 or 0 in the constant cell (p = 1/2), and
+// 1/2 at x = +-0 (cell 0 has no constant term); SiLU's max(x, -clamp) * 0 is -0.0 below.
+template <CellForm F, class V>
+TG_INLINE V cells_eval(V x, const CellTable& t) {
+  const V u = tg_clamp_above(tg_abs(x), tg_splat(V{}, t.clamp));
+  const V p = cells_poly(u, t);
+  if constexpr (F == CellForm::Even) {
+    return p;
+  } else {
+    const V h = tg_add(tg_splat(V{}, 0.5f), tg_copysign(p, x));
+    if constexpr (F == CellForm::HalfPlusOdd) return h;
+    return tg_mul(tg_clamp_below(x, tg_splat(V{}, -t.clamp)), h);
+  }
+}
+
 // The element functions of the three kinds of family op, each over float lanes (16-bit data is
 // widened before and rounded once after). Always multiply by the gradient (never select a
 // zero): a NaN gradient stays NaN where the derivative is 0.
@@ -176,43 +219,52 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
 // Plain (sigmoid, tanh, silu): f(x); backward grad * f'(x).
 // S: the function's shapes (family.h's shapes::<function>_<tier>: ff, nf, yf for the
 // forward, fd, nd, yd for the derivative).
-template <class S, class V>
-TG_HD TG_INLINE V forward_of(V x, const FamilyCall& c) {
-  return family_eval<S::ff, S::nf, S::yf>(x, c.f);
+// C: FamilyCall, or FamilyCellsCall for the cells shapes (S::cells).
+template <class S, class V, class C>
+TG_HD TG_INLINE V forward_of(V x, const C& c) {
+  if constexpr (S::cells) {
+    return cells_eval<S::ff>(x, c.ft);
+  } else {
+    return family_eval<S::ff, S::nf, S::yf>(x, c.f);
+  }
 }
-template <class S, class V>
-TG_HD TG_INLINE V derivative_of(V x, const FamilyCall& c) {
-  return family_eval<S::fd, S::nd, S::yd>(x, c.d);
+template <class S, class V, class C>
+TG_HD TG_INLINE V derivative_of(V x, const C& c) {
+  if constexpr (S::cells) {
+    return cells_eval<S::fd>(x, c.dt);
+  } else {
+    return family_eval<S::fd, S::nd, S::yd>(x, c.d);
+  }
 }
-template <class S, class V>
-TG_HD TG_INLINE V family_forward(V x, const FamilyCall& c) {
+template <class S, class V, class C>
+TG_HD TG_INLINE V family_forward(V x, const C& c) {
   return forward_of<S>(x, c);
 }
-template <class S, class V>
-TG_HD TG_INLINE V family_backward(V grad, V x, const FamilyCall& c) {
+template <class S, class V, class C>
+TG_HD TG_INLINE V family_backward(V grad, V x, const C& c) {
   return tg_mul(grad, derivative_of<S>(x, c));
 }
 // Scaled (softcap = cap f(x / cap)): q = x * fl(1/cap); cap f(q); backward grad * f'(q).
-template <class S, class V>
-TG_HD TG_INLINE V scaled_forward(V x, const FamilyCall& c) {
+template <class S, class V, class C>
+TG_HD TG_INLINE V scaled_forward(V x, const C& c) {
   const V q = tg_mul(x, tg_splat(V{}, c.inv));
   return tg_mul(tg_splat(V{}, c.cap), forward_of<S>(q, c));
 }
-template <class S, class V>
-TG_HD TG_INLINE V scaled_backward(V grad, V x, const FamilyCall& c) {
+template <class S, class V, class C>
+TG_HD TG_INLINE V scaled_backward(V grad, V x, const C& c) {
   return tg_mul(grad, derivative_of<S>(tg_mul(x, tg_splat(V{}, c.inv)), c));
 }
 // Gated (swiglu(a, b) = f(a) b): forward f(a) * b; backward (grad b) f'(a) and grad f(a).
-template <class S, class V>
-TG_HD TG_INLINE V gated_forward(V a, V b, const FamilyCall& c) {
+template <class S, class V, class C>
+TG_HD TG_INLINE V gated_forward(V a, V b, const C& c) {
   return tg_mul(forward_of<S>(a, c), b);
 }
 template <class V>
 struct Pair {
   V first, second;
 };
-template <class S, class V>
-TG_HD TG_INLINE Pair<V> gated_backward(V grad, V a, V b, const FamilyCall& c) {
+template <class S, class V, class C>
+TG_HD TG_INLINE Pair<V> gated_backward(V grad, V a, V b, const C& c) {
   return {tg_mul(tg_mul(grad, b), derivative_of<S>(a, c)), tg_mul(grad, forward_of<S>(a, c))};
 }
 

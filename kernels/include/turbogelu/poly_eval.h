@@ -208,9 +208,11 @@ TG_INLINE int tg_cell(float xi, const CellTable& t) {
   std::memcpy(&bits, &s, sizeof bits);
   return static_cast<int>(bits & (kCells - 1));
 }
-// float64: rint(16 + xi*scale) in double (approx/cells.py's float64 replay does the same).
+// float64: rint(centre + xi*scale) in double, the centre being offset - 1.5*2^23 (16 for
+// GELU's cells, 0 for the family's; approx/cells.py's and family_cells.py's float64 replays).
 TG_INLINE int tg_cell(double xi, const CellTable& t) {
-  const double s = std::nearbyint(xi * static_cast<double>(t.scale) + 16.0);
+  const double centre = static_cast<double>(t.offset) - 0x1.8p23;
+  const double s = std::nearbyint(xi * static_cast<double>(t.scale) + centre);
   return s == s ? static_cast<int>(s) & (kCells - 1) : 0;
 }
 TG_INLINE float tg_lookup(float, int k, const float* c) { return c[k]; }

@@ -1,0 +1,198 @@
+"""The family's table-driven CPU programs ("cells" for sigmoid and SiLU; turbogelu/approx/
+family_cells.py): the committed specs are the refit, the kernels are the replay bit for bit on
+every instruction set and dtype, the programs hold the accurate tier's bounds (float32 and
+every 16-bit input), the IEEE rules hold, and they run only when asked for
+(``use_cpu_kernel("cells")``): the family's default stays the polynomial."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import assert_same_bits
+
+import turbogelu  # noqa: F401  (registers the ops)
+from turbogelu import ops as tops
+from turbogelu.approx import family_cells as fc
+from turbogelu.approx import family_programs as fp
+from turbogelu.approx import report, rounding
+
+OPS = torch.ops.turbogelu
+STORAGE = [torch.float32, torch.float16, torch.bfloat16]
+IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
+SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40, 1e-45, 3.4e38, -3.4e38]
+
+
+def _parts(fn: str) -> dict:
+    spec = fc.load(fn)
+    return {p: (fc.part_values(spec[p]), spec[p]["form"]) for p in fc.PARTS}
+
+
+def _inputs(dtype: torch.dtype) -> torch.Tensor:
+    if dtype != torch.float32:  # every 16-bit value
+        return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([SPECIALS, np.linspace(-20, 20, 1 << 16), rng.normal(0, 6, 1 << 14)])
+    # the cell edges and the clamps of both functions, and the floats beside them
+    for fn in fc.FUNCTIONS:
+        d = fc.design(fn)
+        edges = (np.arange(32) + 0.5) / float(d["scale"])
+        x = np.concatenate([x, edges, -edges, [d["clamp"], -d["clamp"]]])
+    x = x.astype(np.float32)
+    return torch.from_numpy(np.concatenate([x, np.nextafter(x, np.float32(np.inf))]))
+
+
+def _replay(fn: str, part: str, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    values, form = _parts(fn)[part]
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = fc.eval32(x.float().numpy(), values, form)
+    return torch.from_numpy(np.ascontiguousarray(r)).to(dtype)  # rounded once
+
+
+def test_committed_specs_are_the_refit():
+    for fn in fc.FUNCTIONS:
+        text = fc.specmod.dumps(fc.build_spec(fn), fc.KIND)
+        assert text == fc.spec_path(fn).read_text(), f"refit of the {fn} cells differs"
+
+
+# ---------------------------------------------------------------- bits: the replay
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_kernels_are_the_replay(fn, dtype, isa):
+    x = _inputs(dtype)
+    g = torch.linspace(-2, 2, x.numel()).to(dtype)
+    with tops.use_cpu_kernel("cells"):
+        assert_same_bits(getattr(OPS, fn)(x), _replay(fn, "forward", x, dtype))
+        for backward in ("direct", "matched"):
+            got = getattr(OPS, f"{fn}_backward")(g, x, backward=backward)
+            d = _replay(fn, f"backward_{backward}", x, torch.float32).float()
+            assert_same_bits(got, (g.float() * d).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_swiglu_runs_silus_cells(dtype, isa):
+    a = _inputs(dtype)
+    b = torch.linspace(-3, 3, a.numel()).to(dtype)
+    g = torch.linspace(2, -1, a.numel()).to(dtype)
+    f = _replay("silu", "forward", a, torch.float32).float()
+    d = _replay("silu", "backward_direct", a, torch.float32).float()
+    with tops.use_cpu_kernel("cells"):
+        assert_same_bits(OPS.swiglu(a, b), (f * b.float()).to(dtype))
+        ga, gb = OPS.swiglu_backward(g, a, b)
+    assert_same_bits(ga, (g.float() * b.float() * d).to(dtype))
+    assert_same_bits(gb, (g.float() * f).to(dtype))
+
+
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_float64_is_the_same_program_in_double(fn):
+    x = _inputs(torch.float32).double()
+    with tops.use_cpu_kernel("cells"):
+        got = getattr(OPS, fn)(x).numpy()
+    values, form = _parts(fn)["forward"]
+    want = fc.eval64(x.numpy(), values, form)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want)
+    # The kernel fuses each multiply-add (std::fma), the replay rounds twice: they agree to a
+    # few double ulps of the cubic's terms, scaled by |x| for SiLU's product.
+    scale = np.maximum(np.abs(x.numpy()[ok]), 1.0)
+    assert np.all(np.abs(got[ok] - want[ok]) <= 1e-13 * scale)
+    assert np.array_equal(got[~ok], want[~ok], equal_nan=True)
+
+
+def test_the_default_stays_the_polynomial():
+    """ "auto" keeps the family's polynomial on every instruction set (GELU's own default is
+    cells on AVX-512); "poly" forces it; "cells" takes the tables."""
+    x = _inputs(torch.float32)
+    with tops.use_cpu_kernel("poly"):
+        poly = OPS.silu(x)
+    with tops.use_cpu_kernel("auto"):
+        assert_same_bits(OPS.silu(x), poly)
+    with tops.use_cpu_kernel("cells"):
+        assert not torch.equal(OPS.silu(x), poly)
+        # tanh, softcap and the paper tier have no cells programs: unchanged
+        assert_same_bits(OPS.tanh(x), _poly(OPS.tanh, x))
+        assert_same_bits(OPS.sigmoid(x, tier="paper"), _poly(OPS.sigmoid, x, tier="paper"))
+
+
+def _poly(op, x, **kw):
+    with tops.use_cpu_kernel("poly"):
+        return op(x, **kw)
+
+
+# ---------------------------------------------------------------- accuracy
+
+
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_float32_errors_are_the_recorded_ones_and_under_the_tier(fn):
+    spec = fc.load(fn)
+    for part in fc.PARTS:
+        got = fc.measure(fn, part, fc.part_values(spec[part]))
+        assert got["max_abs_float32"] == pytest.approx(spec[part]["errors"]["max_abs_float32"])
+    # the forward and the direct derivative: well under the tier's 3e-5 (the polynomial's
+    # are 2.9e-5); the matched derivative is the forward's own, as GELU's
+    assert spec["forward"]["errors"]["max_abs_float32"] <= fp.ABS_BOUND / 5
+    assert spec["backward_direct"]["errors"]["max_abs_float32"] <= fp.ABS_BOUND / 2
+
+
+@pytest.mark.parametrize("fmt", fp.FORMATS)
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_forward_every_16bit_input(fn, fmt):
+    """The accurate tier's 16-bit bounds, judged from the replay: within 1 ulp of the
+    correctly rounded value where x >= -3, below that |error| <= 3e-5 beyond half an ulp."""
+    values, form = _parts(fn)["forward"]
+    rep = report.exhaustive(lambda v: fc.eval32(v, values, form), fn, fmt)
+    exact = report.reference_table(fn, fmt)[2]
+    x, ulps = rep.x, rep.ulps
+    assert not np.any(np.isnan(rep.got)), "NaN for a finite input"
+    one = x >= fp.ONE_ULP_FROM[fn]
+    assert ulps[one].max() <= 1, f"{fn} {fmt}: {int(np.sum(ulps[one] > 1))} over 1 ulp"
+    err = np.abs(rep.got - exact)
+    bound = fp.ABS_BOUND + rounding.ulp_of(rep.got, fmt) / 2
+    assert np.all(err[~one] <= bound[~one]), f"{fn} {fmt}: tail over 3e-5"
+
+
+# ---------------------------------------------------------------- IEEE rules and autograd
+
+
+@pytest.mark.parametrize("dtype", STORAGE + [torch.float64], ids=IDS)
+def test_special_values(dtype, isa):
+    x = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40], dtype=dtype)
+    with tops.use_cpu_kernel("cells"):
+        s, y = OPS.sigmoid(x), OPS.silu(x)
+        gs = OPS.sigmoid_backward(torch.ones_like(x), x, backward="direct")
+        gy = OPS.silu_backward(torch.ones_like(x), x, backward="direct")
+    assert s[:4].tolist() == [0.5, 0.5, 1.0, 0.0] and math.isnan(s[4])
+    assert y[2].item() == math.inf and math.isnan(y[4])
+    for i in (1, 3, 6):  # silu(-0.0), silu(-inf) and silu(-tiny) are -0.0 or negative
+        assert math.copysign(1.0, y[i].item()) == -1.0
+    assert y[0].item() == 0.0 and math.copysign(1.0, y[0].item()) == 1.0
+    assert gs[2].item() == 0.0 and gs[3].item() == 0.0 and math.isnan(gs[4])
+    assert gy[2].item() == 1.0 and gy[3].item() == 0.0 and math.isnan(gy[4])
+    assert gy[0].item() == 0.5 and gy[1].item() == 0.5
+    if dtype == torch.float32:  # subnormals: silu(x) = x/2 to float32's precision
+        assert y[5].item() == pytest.approx(0.5e-40, rel=1e-6)
+
+
+def test_nan_gradient_stays_nan_in_the_tails():
+    x = torch.tensor([-100.0, 100.0, 0.5])
+    g = torch.full_like(x, math.nan)
+    with tops.use_cpu_kernel("cells"):
+        for fn in fc.FUNCTIONS:
+            assert torch.isnan(getattr(OPS, f"{fn}_backward")(g, x, backward="direct")).all()
+
+
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_gradcheck_of_the_matched_backward_in_float64(fn):
+    """The matched derivative is the cells forward's own: gradcheck at points inside cells
+    (a finite difference across a cell edge would see the cubics' jump)."""
+    scale = float(fc.design(fn)["scale"])
+    k = torch.arange(0, 31, dtype=torch.float64)
+    u = (k + torch.linspace(-0.3, 0.3, 31, dtype=torch.float64)).clamp(min=0.2) / scale
+    x = torch.cat([u, -u]).requires_grad_()
+    f = getattr(turbogelu, fn)
+    with tops.use_cpu_kernel("cells"):
+        assert torch.autograd.gradcheck(lambda t: f(t, backward="matched"), (x,), eps=1e-7)
