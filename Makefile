@@ -75,6 +75,7 @@ fit: $(STAMP_ENV)
 	$(VPY) -m turbogelu fit --gelu-mode exact $(if $(FORCE),--force)
 	$(VPY) -m turbogelu fit --gelu-mode tanh $(if $(FORCE),--force)
 	$(VPY) -m turbogelu.approx.cells $(if $(FORCE),--force)
+	$(VPY) -m turbogelu.approx.family_cells $(if $(FORCE),--force)
 	$(VPY) -m turbogelu.approx.packed $(if $(FORCE),--force)
 	$(VPY) -m turbogelu codegen
 

@@ -445,6 +445,22 @@ def _provider(method: str) -> str:
     return "torch" if method.startswith("torch") else "turbogelu"
 
 
+# The functions whose accurate tier has a cells program on the CPU (SwiGLU through SiLU's;
+# turbogelu/approx/family_cells.py): it runs where the CPU program is "cells", by default
+# on AVX-512.
+CELLS_FUNCTIONS = ("sigmoid", "silu", "swiglu")
+
+
+def _cpu_program(function: str, program: str | None) -> str | None:
+    """The CPU program a turbogelu row runs: "cells" or "poly" (None: no program)."""
+    if program != "accurate":
+        return None
+    from turbogelu import ops as tops
+
+    cells = function in CELLS_FUNCTIONS and tops.cpu_kernel() == "cells"
+    return "cells" if cells else "poly"
+
+
 def _program(function: str, direction: str, method: str) -> str | None:
     """What a turbogelu row runs: the accurate tier's programs, or (sigmoid's and tanh's
     default backward) none, the formula on the saved result."""
@@ -503,6 +519,7 @@ def family_variants(
             "device": "cpu",
             "out_mode": out_mode,
             "program": _program(function, direction, method),
+            "cpu_program": _cpu_program(function, _program(function, direction, method)),
             "residency": where,
             "bytes_moved": nbytes,
             "llc_bytes": llc,

@@ -572,6 +572,7 @@ def family_summary(src) -> list[dict]:
                 "residency": where,
                 "torch_us": native and native["p50_us"],
                 "turbogelu_us": tg and tg["p50_us"],
+                "cpu_program": tg and tg.get("cpu_program"),
                 "speedup": native["p50_us"] / tg["p50_us"] if tg and native else None,
                 "limit_row": limit and limit["method"],
                 "limit_us": limit and limit["p50_us"],
@@ -659,6 +660,13 @@ def table3(src) -> str:
         " <fn>_backward_from_output, PyTorch's formula), not the paper's direct fits from x;"
         ' turbogelu\'s backward ops from x are the rows "turbogelu from x" of bench.jsonl.'
     )
+    cells = sorted({e["function"] for e in entries if e.get("cpu_program") == "cells"})
+    if cells:
+        notes.append(
+            f"turbogelu ran the cells programs (a cubic in each of 32 cells of |x|,"
+            f" turbogelu/approx/family_cells.py) for {', '.join(cells)}: this CPU's default"
+            " program (AVX-512); the other functions run their polynomials."
+        )
     return "\n".join(lines + [""] + notes)
 
 

@@ -2,7 +2,7 @@
 (family_cells.py) for sigmoid and SiLU (forward and backward) and SwiGLU's forward, at 1M
 elements, one thread, medians of interleaved rounds (us per call).
 
-    PYTHONPATH=. python experiments/family_cells_ab.py [--rounds 15] [--calls 20]
+    PYTHONPATH=. python experiments/family_cells_ab.py [--rounds 15] [--calls 20] [--isa avx2]
 """
 
 from __future__ import annotations
@@ -47,8 +47,16 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--size", type=int, default=1 << 20)
+    ap.add_argument("--isa", default=None, help="a CPU instruction set (default: the best)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.isa:
+        with tops.use_cpu_isa(args.isa):
+            return _run(args)
+    return _run(args)
+
+
+def _run(args):
     print(
         f"turbogelu {turbogelu.__version__}, ISA {tops.cpu_isa()}, {args.size} elements, "
         f"1 thread, median of {args.rounds} interleaved rounds x {args.calls} calls (us)"

@@ -37,6 +37,10 @@ import turbogelu.family  # noqa: F401  (the family ops' fakes and autograd, as u
 from turbogelu import _checks, _spec_names, mps
 from turbogelu.approx import codegen, family_programs
 
+# Metal runs the polynomials, so the CPU ops it is compared with do too (on AVX-512 CPUs
+# sigmoid's and SiLU's default is their cells program: tests/test_family_cells.py).
+pytestmark = pytest.mark.usefixtures("poly_program")
+
 OPS = torch.ops.turbogelu
 STUB = ROOT / "tests" / "metal_stub"
 GXX = shutil.which("g++")

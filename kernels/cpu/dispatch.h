@@ -15,10 +15,10 @@ namespace cpu {
 
 // The kernel table of the instruction set the calling thread uses now.
 const KernelTable& current_kernel_table();
-// Whether this thread's CPU program setting (use_cpu_kernel, TURBOGELU_CPU_KERNEL) is
-// "cells": the family's sigmoid and SiLU then run their cells programs, which, unlike
-// GELU's, are not yet the default of any instruction set (family_ops.cpp).
-bool family_cells_forced();
+// Whether the CPU program this thread runs now is "cells" (use_cpu_kernel,
+// TURBOGELU_CPU_KERNEL, else the instruction set's default): the family's sigmoid and SiLU
+// then run their cells programs as GELU does (family_ops.cpp).
+bool family_runs_cells();
 // Elements per at::parallel_for chunk.
 int64_t parallel_grain();
 // Whether a call of n elements of size es, moving `bytes` in all, writing to `out`, streams.

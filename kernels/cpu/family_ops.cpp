@@ -21,11 +21,11 @@ namespace {
 // The kernel of (op, tier) for dtype index d: this instruction set's, else the scalar table's.
 // With the call of a program (not the from-output backward): its cells kernel instead where
 // the call has cells tables (the accurate tier of sigmoid and SiLU) and the CPU program is
-// set to "cells".
+// "cells" (by default on AVX-512, as GELU's: gelu_ops.cpp).
 template <class Pick>
 auto pick(FamilyOp op, Tier tier, int d, Pick p, const FamilyCall* call = nullptr) {
   const bool cells = call != nullptr && call->fcells != nullptr && call->dcells != nullptr &&
-                     tier == kTier_accurate && cpu::family_cells_forced();
+                     tier == kTier_accurate && cpu::family_runs_cells();
   const int i = cells ? family_cells_index(op) : family_index(op, tier);
   const auto f = p(cpu::current_kernel_table().family[i])[d];
   return f != nullptr ? f : p(cpu::scalar_table().family[i])[d];

@@ -149,9 +149,11 @@ std::string set_poly_scheme(c10::string_view name) {
 // one two-table permute (AVX-512 vpermt2ps), fewer operations. "auto" (the default) takes
 // cells on the AVX-512 instruction sets and the polynomial on AVX2 and scalar code, where
 // the lookups cost permutes and blends (AVX2) or loads (scalar) and the polynomial is the
-// faster. The process-wide setting comes from TURBOGELU_CPU_KERNEL; use_cpu_kernel overrides
-// it on one thread (_set_cpu_kernel). Coefficients given at run time (poly_gelu) always take
-// the polynomial.
+// faster. The same choice picks the family's programs for sigmoid and SiLU (SwiGLU through
+// it; turbogelu/approx/family_cells.py); tanh, softcap and exp2 have polynomials only. The
+// process-wide setting comes from TURBOGELU_CPU_KERNEL; use_cpu_kernel overrides it on one
+// thread (_set_cpu_kernel). Coefficients given at run time (poly_gelu) always take the
+// polynomial.
 enum class CpuKernel : int { Auto = 0, Poly = 1, Cells = 2, Unset = 3 };
 std::atomic<CpuKernel> g_cpu_kernel{CpuKernel::Unset};
 // Whether the process-wide setting forces a program, for cpu_program()'s reason.
@@ -555,7 +557,7 @@ bool cuda_packed() { return packed_slot().load(std::memory_order_relaxed); }
 namespace cpu {
 
 const KernelTable& current_kernel_table() { return current_table(); }
-bool family_cells_forced() { return cpu_kernel_setting() == CpuKernel::Cells; }
+bool family_runs_cells() { return current_cpu_kernel() == CpuKernel::Cells; }
 int64_t parallel_grain() { return g_grain.load(std::memory_order_relaxed); }
 bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain) {
   return streams(static_cast<const char*>(out), es, n, bytes, grain);
