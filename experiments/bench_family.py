@@ -445,10 +445,10 @@ def _provider(method: str) -> str:
     return "torch" if method.startswith("torch") else "turbogelu"
 
 
-# The functions whose accurate tier has a cells program on the CPU (SwiGLU through SiLU's;
-# turbogelu/approx/family_cells.py): it runs where the CPU program is "cells", by default
-# on AVX-512.
-CELLS_FUNCTIONS = ("sigmoid", "silu", "swiglu")
+# The functions whose accurate tier has a cells program on the CPU (softcap through tanh's,
+# SwiGLU through SiLU's; turbogelu/approx/family_cells.py): it runs where the CPU program is
+# "cells", by default on AVX-512.
+CELLS_FUNCTIONS = ("sigmoid", "tanh", "silu", "softcap", "swiglu")
 
 
 def _cpu_program(function: str, program: str | None) -> str | None:

@@ -665,7 +665,7 @@ def table3(src) -> str:
         notes.append(
             f"turbogelu ran the cells programs (a cubic in each of 32 cells of |x|,"
             f" turbogelu/approx/family_cells.py) for {', '.join(cells)}: this CPU's default"
-            " program (AVX-512); the other functions run their polynomials."
+            " program (AVX-512); the others run their polynomials."
         )
     return "\n".join(lines + [""] + notes)
 

@@ -1,8 +1,8 @@
-"""The family's table-driven CPU programs ("cells" for sigmoid and SiLU; turbogelu/approx/
-family_cells.py): the committed specs are the refit, the kernels are the replay bit for bit on
-every instruction set and dtype, the programs hold the accurate tier's bounds (float32 and
-every 16-bit input), the IEEE rules hold, and they run where GELU's cells do: by default on
-AVX-512, or when asked for (``use_cpu_kernel``)."""
+"""The family's table-driven CPU programs ("cells" for sigmoid, tanh and SiLU, and through them
+softcap and SwiGLU; turbogelu/approx/family_cells.py): the committed specs are the refit, the
+kernels are the replay bit for bit on every instruction set and dtype, the programs hold the
+accurate tier's bounds (float32 and every 16-bit input), the IEEE rules hold, and they run
+where GELU's cells do: by default on AVX-512, or when asked for (``use_cpu_kernel``)."""
 
 from __future__ import annotations
 
@@ -87,6 +87,24 @@ def test_swiglu_runs_silus_cells(dtype, isa):
     assert_same_bits(gb, (g.float() * f).to(dtype))
 
 
+@pytest.mark.parametrize("cap", [50.0, 1.0, 0.3])
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_softcap_runs_tanhs_cells(cap, dtype, isa):
+    """softcap = fl(cap32 * tanh_cells(fl(x * fl(1/cap32)))); backward grad * tanh'(q)."""
+    x = _inputs(dtype)
+    g = torch.linspace(-2, 2, x.numel()).to(dtype)
+    cap32, inv = np.float32(cap), np.float32(1) / np.float32(cap)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = torch.from_numpy((x.float().numpy() * inv).astype(np.float32))
+        t = _replay("tanh", "forward", q, torch.float32).numpy()
+        want = torch.from_numpy((cap32 * t).astype(np.float32))
+    d = _replay("tanh", "backward_direct", q, torch.float32)
+    with tops.use_cpu_kernel("cells"):
+        assert_same_bits(OPS.softcap(x, cap), want.to(dtype))
+        got = OPS.softcap_backward(g, x, cap, backward="direct")
+    assert_same_bits(got, (g.float() * d).to(dtype))
+
+
 @pytest.mark.parametrize("fn", fc.FUNCTIONS)
 def test_float64_is_the_same_program_in_double(fn):
     x = _inputs(torch.float32).double()
@@ -107,13 +125,13 @@ def test_auto_takes_cells_where_gelu_does(isa):
     """The default ("auto") runs the cells programs where GELU's default is cells (the
     AVX-512 instruction sets: the lookups are one permute) and the polynomial elsewhere (on
     AVX2 the cells run at half the polynomial's speed: experiments/family_cells_ab.py --isa
-    avx2); "poly" and "cells" force either; tanh and the paper tier have polynomials only."""
+    avx2); "poly" and "cells" force either; exp2 and the paper tier have polynomials only."""
     x = _inputs(torch.float32)
     with tops.use_cpu_kernel("poly"):
         poly = OPS.silu(x)
     with tops.use_cpu_kernel("cells"):
         cells = OPS.silu(x)
-        assert_same_bits(OPS.tanh(x), _poly(OPS.tanh, x))
+        assert_same_bits(OPS.exp2(x), _poly(OPS.exp2, x))
         assert_same_bits(OPS.sigmoid(x, tier="paper"), _poly(OPS.sigmoid, x, tier="paper"))
     assert not torch.equal(cells, poly)
     with tops.use_cpu_kernel("auto"):
@@ -165,7 +183,8 @@ def test_forward_every_16bit_input(fn, fmt):
 def test_special_values(dtype, isa):
     x = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40], dtype=dtype)
     with tops.use_cpu_kernel("cells"):
-        s, y = OPS.sigmoid(x), OPS.silu(x)
+        s, y, t = OPS.sigmoid(x), OPS.silu(x), OPS.tanh(x)
+        gt = OPS.tanh_backward(torch.ones_like(x), x, backward="direct")
         gs = OPS.sigmoid_backward(torch.ones_like(x), x, backward="direct")
         gy = OPS.silu_backward(torch.ones_like(x), x, backward="direct")
     assert s[:4].tolist() == [0.5, 0.5, 1.0, 0.0] and math.isnan(s[4])
@@ -176,8 +195,14 @@ def test_special_values(dtype, isa):
     assert gs[2].item() == 0.0 and gs[3].item() == 0.0 and math.isnan(gs[4])
     assert gy[2].item() == 1.0 and gy[3].item() == 0.0 and math.isnan(gy[4])
     assert gy[0].item() == 0.5 and gy[1].item() == 0.5
-    if dtype == torch.float32:  # subnormals: silu(x) = x/2 to float32's precision
+    assert t[:4].tolist() == [0.0, -0.0, 1.0, -1.0] and math.isnan(t[4])
+    assert math.copysign(1.0, t[1].item()) == -1.0  # tanh(-0.0) = -0.0
+    assert gt[0].item() == pytest.approx(1.0, abs=1e-5) and gt[1].item() == gt[0].item()
+    assert gt[2].item() == 0.0 and gt[3].item() == 0.0 and math.isnan(gt[4])
+    if dtype == torch.float32:  # subnormals: silu(x) = x/2, tanh(x) = x to float32's precision
         assert y[5].item() == pytest.approx(0.5e-40, rel=1e-6)
+        assert t[5].item() == pytest.approx(1e-40, rel=1e-6)
+        assert t[6].item() == pytest.approx(-1e-40, rel=1e-6)
 
 
 def test_nan_gradient_stays_nan_in_the_tails():

@@ -1,8 +1,8 @@
 """The activation family's CPU ops (sigmoid, tanh, silu, softcap, swiglu): bit for bit the lab's
 replay (``family_programs.replay_forward`` / ``replay_backward``) on every instruction set and
 16-bit input, the accuracy tier through the ops, IEEE special values, float64, and layout,
-threads and out= / in-place forms. The polynomials are forced (on AVX-512 CPUs sigmoid's and
-SiLU's default is their cells program, which tests/test_family_cells.py checks the same way)."""
+threads and out= / in-place forms. The polynomials are forced (on AVX-512 CPUs sigmoid's, tanh's
+and SiLU's default is their cells program, which tests/test_family_cells.py checks the same way)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from turbogelu import _checks, _spec_names, mps
 from turbogelu.approx import codegen, family_programs
 
 # Metal runs the polynomials, so the CPU ops it is compared with do too (on AVX-512 CPUs
-# sigmoid's and SiLU's default is their cells program: tests/test_family_cells.py).
+# sigmoid's, tanh's and SiLU's default is their cells program: tests/test_family_cells.py).
 pytestmark = pytest.mark.usefixtures("poly_program")
 
 OPS = torch.ops.turbogelu

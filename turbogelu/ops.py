@@ -232,9 +232,9 @@ def use_cpu_kernel(name: str):
     where the CPU has AVX-512 two-table permutes, the polynomial on AVX2 and scalar code),
     ``"poly"`` (the shipped degree-8 polynomial, the program CUDA and Metal run) or
     ``"cells"`` (a cubic in each of 32 cells, turbogelu/approx/cells.py: about 10x more
-    accurate). The same choice holds for the family's sigmoid and SiLU (and SwiGLU through
-    it; turbogelu/approx/family_cells.py: 6-14x more accurate than their polynomials); tanh,
-    softcap and exp2 have polynomials only. On this thread only;
+    accurate). The same choice holds for the family's sigmoid, tanh and SiLU (and softcap and
+    SwiGLU through them; turbogelu/approx/family_cells.py: several times more accurate than
+    their polynomials); exp2 has a polynomial only. On this thread only;
     TURBOGELU_CPU_KERNEL=auto|poly|cells sets it for the process. poly_gelu's run-time
     coefficients always take the polynomial."""
     with _switched(_ops._set_cpu_kernel, name, CPU_KERNELS, "use_cpu_kernel"):

@@ -16,8 +16,8 @@ namespace cpu {
 // The kernel table of the instruction set the calling thread uses now.
 const KernelTable& current_kernel_table();
 // Whether the CPU program this thread runs now is "cells" (use_cpu_kernel,
-// TURBOGELU_CPU_KERNEL, else the instruction set's default): the family's sigmoid and SiLU
-// then run their cells programs as GELU does (family_ops.cpp).
+// TURBOGELU_CPU_KERNEL, else the instruction set's default): the family's sigmoid, tanh and
+// SiLU then run their cells programs as GELU does (family_ops.cpp).
 bool family_runs_cells();
 // Elements per at::parallel_for chunk.
 int64_t parallel_grain();

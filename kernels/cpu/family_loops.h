@@ -577,12 +577,12 @@ void family_fill(FamilyKernels* table) {
 }
 
 // The cells kernels of the ops whose function has them (family.h's family_cells_index):
-// the Plain and Gated ops of sigmoid and SiLU (softcap is tanh's, which has none).
+// sigmoid, tanh, SiLU, and softcap and SwiGLU through tanh's and SiLU's.
 template <class Isa, class T>
 void family_fill_cells(FamilyKernels* table) {
-#define TG_FILL_CELLS(op, fn, kind)                                                         \
-  if constexpr (Kind::kind != Kind::Scaled && coeffs::fn##_family_cells.forward != nullptr) \
-    family_fill_one<Isa, T, shapes::fn##_cells, Kind::kind>(                                \
+#define TG_FILL_CELLS(op, fn, kind)                           \
+  if constexpr (coeffs::fn##_family_cells.forward != nullptr) \
+    family_fill_one<Isa, T, shapes::fn##_cells, Kind::kind>(  \
         table[family_cells_index(kFamily_##op)]);
   TG_FAMILY_OPS(TG_FILL_CELLS)
 #undef TG_FILL_CELLS

@@ -20,7 +20,7 @@ namespace {
 
 // The kernel of (op, tier) for dtype index d: this instruction set's, else the scalar table's.
 // With the call of a program (not the from-output backward): its cells kernel instead where
-// the call has cells tables (the accurate tier of sigmoid and SiLU) and the CPU program is
+// the call has cells tables (the accurate tier of sigmoid, tanh and SiLU) and the CPU program is
 // "cells" (by default on AVX-512, as GELU's: gelu_ops.cpp).
 template <class Pick>
 auto pick(FamilyOp op, Tier tier, int d, Pick p, const FamilyCall* call = nullptr) {

@@ -149,8 +149,8 @@ std::string set_poly_scheme(c10::string_view name) {
 // one two-table permute (AVX-512 vpermt2ps), fewer operations. "auto" (the default) takes
 // cells on the AVX-512 instruction sets and the polynomial on AVX2 and scalar code, where
 // the lookups cost permutes and blends (AVX2) or loads (scalar) and the polynomial is the
-// faster. The same choice picks the family's programs for sigmoid and SiLU (SwiGLU through
-// it; turbogelu/approx/family_cells.py); tanh, softcap and exp2 have polynomials only. The
+// faster. The same choice picks the family's programs for sigmoid, tanh and SiLU (softcap
+// and SwiGLU through them; turbogelu/approx/family_cells.py); exp2 has a polynomial only. The
 // process-wide setting comes from TURBOGELU_CPU_KERNEL; use_cpu_kernel overrides it on one
 // thread (_set_cpu_kernel). Coefficients given at run time (poly_gelu) always take the
 // polynomial.

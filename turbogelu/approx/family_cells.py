@@ -1,6 +1,6 @@
-"""Table-driven programs ("cells") for sigmoid and SiLU: a cubic in each of 32 cells of |x|.
+"""Table-driven programs ("cells") for sigmoid, tanh and SiLU: a cubic in each of 32 cells of |x|.
 
-The family's polynomials spend 11 (sigmoid) and 13 (SiLU) multiply-adds an element, and on
+The family's polynomials spend 11 to 13 multiply-adds an element, and on
 16-bit data at 1M elements that arithmetic, not memory, bounds their speed (the family
 benchmark: 2.9-3.1x a copy). GELU's cells program (``cells.py``) showed the way out: short
 polynomials per cell, their coefficients looked up by two-table permutes held in registers.
@@ -15,17 +15,20 @@ and then, by the function's form (family_eval.h's CellForm):
 
     HalfPlusOdd    1/2 + copysign(p, x)            sigmoid (p ~ sigmoid(u) - 1/2), SiLU'
     XHalfPlusOdd   max(x, -clamp) (1/2 + copysign(p, x))   SiLU = x sigmoid(x)
-    Even           p                               sigmoid' (and the matched derivative)
+    Odd            copysign(p, x)                  tanh (p ~ tanh(u)), softcap through it
+    Even           p                               sigmoid', tanh' (and their matched)
 
 Cells 0..30 hold the fits (cell 0 is the half cell [0, 1/(2 scale)]; in the odd forms its
-constant term is fixed at 0, so f(+-0) is exactly 1/2 and x sigmoid(x) keeps -0.0); cell 31
-is a constant: 1/2 in the odd forms (1/2 +- 1/2 is exactly 1 or 0: sigmoid(+-inf), SiLU's x
-and -0.0 beyond R), 0 in the even one. R = 30.5/scale is where the fits end and clamp =
-31/scale, the centre of cell 31. Each cell's cubic is the weighted minimax fit (an LP on 513
-points of the cell widened by 1 % each side), weight 1, or max(u, 1/4) for SiLU's forward
-(the kernel multiplies by x), rounded to float32. The matched derivatives are the forward's
-programs differentiated cell by cell: sigmoid' = P'(u) (Even), SiLU' = 1/2 + sign(x) (P(u) +
-u P'(u)) (HalfPlusOdd). The replay below is bit-exact with the CPU kernels (tests).
+constant term is fixed at 0, so f(+-0) is exactly 1/2 or +-0, x sigmoid(x) keeps -0.0 and
+tanh the subnormals); cell 31 is a constant: 1/2 in the half-plus-odd forms (1/2 +- 1/2 is
+exactly 1 or 0: sigmoid(+-inf), SiLU's x and -0.0 beyond R), 1 in tanh's (+-1), 0 in the even
+ones. R = 30.5/scale is where the fits end and clamp = 31/scale, the centre of cell 31. Each
+cell's cubic is the weighted minimax fit (an LP on 513 points of the cell widened by 1 % each
+side), weight 1, or max(u, 1/4) for SiLU's forward (the kernel multiplies by x), or 1/tanh(u)
+for tanh's (relative: every float16 input within 1 ulp, the smallest included), rounded to
+float32. The matched derivatives are the forward's programs differentiated cell by cell:
+sigmoid' and tanh' = P'(u) (Even), SiLU' = 1/2 + sign(x) (P(u) + u P'(u)) (HalfPlusOdd). The
+replay below is bit-exact with the CPU kernels (tests).
 
     python -m turbogelu.approx.family_cells            # fit, write data/specs/cells/<fn>.json
     python -m turbogelu.approx.family_cells --check    # refit and compare with the committed
@@ -49,10 +52,11 @@ SPEC_DIR = specmod.SPEC_DIR / specmod.SCHEMAS[KIND].folder
 PARTS = specmod.PARTS  # forward, backward_direct, backward_matched
 LAST = CELLS - 1  # the constant cell
 
-# Per function: where the fits end (R: the tail's error, 1 - sigmoid(R) = 8.3e-7 and
-# R e^-R = 4.6e-6, is below the cells' own), and each part's form.
+# Per function: where the fits end (R: the tail's error, 1 - sigmoid(R) = 8.3e-7,
+# 1 - tanh(R) = 1.7e-6 and R e^-R = 4.6e-6, is below the cells' own), and each part's form.
 DESIGN = {
     "sigmoid": {"tails_from": 14.0, "forms": ("HalfPlusOdd", "Even", "Even")},
+    "tanh": {"tails_from": 7.0, "forms": ("Odd", "Even", "Even")},
     "silu": {"tails_from": 15.0, "forms": ("XHalfPlusOdd", "HalfPlusOdd", "HalfPlusOdd")},
 }
 FUNCTIONS = tuple(DESIGN)
@@ -76,12 +80,19 @@ def exact(fn: str, part: str, x) -> np.ndarray:
             return _sigmoid(x)
         s = _sigmoid(x)
         return s * (1 - s)
+    if fn == "tanh":
+        t = np.tanh(x)
+        return t if part == "forward" else 1 - t * t
     return x * _sigmoid(x) if part == "forward" else _silu_grad(x)
 
 
 def _fit_target(fn: str, part: str):
     """(p's target on u >= 0, weight, constant of the last cell) of a fitted part."""
     one = np.ones_like
+    if fn == "tanh" and part == "forward":  # relative near 0: every 16-bit input within 1 ulp
+        return np.tanh, lambda u: 1 / np.tanh(np.maximum(u, 1e-4)), 1.0
+    if fn == "tanh":
+        return lambda u: exact("tanh", "backward", u), one, 0.0
     if fn == "sigmoid" and part == "forward":
         return lambda u: 0.5 * np.tanh(u / 2), one, 0.5
     if fn == "sigmoid":
@@ -136,7 +147,7 @@ def matched_table(fn: str, forward: np.ndarray) -> np.ndarray:
     P(u) + u P'(u) (SiLU)."""
     f = forward.astype(np.float64)
     out = np.zeros_like(f)
-    if fn == "sigmoid":
+    if fn in ("sigmoid", "tanh"):
         out[:DEGREE] = f[1:] * np.arange(1, DEGREE + 1)[:, None]
     else:
         out = f * np.arange(1, DEGREE + 2)[:, None]
@@ -163,6 +174,8 @@ def eval32(x, part: dict, form: str) -> np.ndarray:
     p = _p32(x, part)
     if form == "Even":
         return p
+    if form == "Odd":
+        return np.copysign(p, x).astype(F32)
     s = (F32(0.5) + np.copysign(p, x)).astype(F32)
     if form == "HalfPlusOdd":
         return s
@@ -186,6 +199,8 @@ def eval64(x, part: dict, form: str) -> np.ndarray:
     p = replay.poly(replay.Arith("float64", fused=False), u, [row[k] for row in t])
     if form == "Even":
         return p
+    if form == "Odd":
+        return np.copysign(p, x)
     h = 0.5 + np.copysign(p, x)
     if form == "HalfPlusOdd":
         return h

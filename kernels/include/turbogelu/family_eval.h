@@ -52,7 +52,8 @@ struct FamilyProgram {
 enum class CellForm : int {
   HalfPlusOdd = 0,   // 1/2 + copysign(p, x)             sigmoid, SiLU'
   XHalfPlusOdd = 1,  // max(x, -clamp) (1/2 + copysign(p, x))   SiLU
-  Even = 2           // p                                 sigmoid'
+  Even = 2,          // p                                 sigmoid', tanh'
+  Odd = 3            // copysign(p, x)                    tanh (and softcap through it)
 };
 struct FamilyCells {
   const CellTable* forward;
@@ -198,13 +199,16 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
 
 // The cells programs (CPU only): u = min(|x|, clamp) (NaN stays), p = the cubic of u's cell,
 // then the form. 1/2 + copysign(p, x) is exactly 1 or 0 in the constant cell (p = 1/2), and
-// 1/2 at x = +-0 (cell 0 has no constant term); SiLU's max(x, -clamp) * 0 is -0.0 below.
+// 1/2 at x = +-0 (cell 0 has no constant term); SiLU's max(x, -clamp) * 0 is -0.0 below;
+// tanh's copysign(p, x) is +-1 there and keeps -0.0 and the subnormals (p = c1 u near 0).
 template <CellForm F, class V>
 TG_INLINE V cells_eval(V x, const CellTable& t) {
   const V u = tg_clamp_above(tg_abs(x), tg_splat(V{}, t.clamp));
   const V p = cells_poly(u, t);
   if constexpr (F == CellForm::Even) {
     return p;
+  } else if constexpr (F == CellForm::Odd) {
+    return tg_copysign(p, x);
   } else {
     const V h = tg_add(tg_splat(V{}, 0.5f), tg_copysign(p, x));
     if constexpr (F == CellForm::HalfPlusOdd) return h;
