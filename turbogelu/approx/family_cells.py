@@ -43,7 +43,7 @@ import numpy as np
 
 from . import replay
 from . import spec as specmod
-from .cells import CELLS, DEGREE, MAGIC, PAD, POINTS, cell_index, cli
+from .cells import CELLS, DEGREE, MAGIC, PAD, POINTS, cell_index, cli, part_values
 
 F32 = np.float32
 KIND = "family_cells"
@@ -224,16 +224,6 @@ def measure(fn: str, part_name: str, part: dict) -> dict:
         err = np.abs(eval32(xs, part, form).astype(np.float64) - exact(fn, part_name, xs))
     i = int(np.argmax(err))
     return {"max_abs_float32": float(err[i]), "argmax_float32": float(xs[i])}
-
-
-def part_values(part: dict) -> dict:
-    """A spec part as numbers: table (4 x 32 float32), scale, clamp, offset."""
-    return {
-        "table": np.array([[specmod.from_hex(v) for v in row] for row in part["table"]], F32),
-        "scale": F32(specmod.from_hex(part["scale"])),
-        "clamp": F32(specmod.from_hex(part["clamp"])),
-        "offset": F32(specmod.from_hex(part["offset"])),
-    }
 
 
 def build_spec(fn: str) -> dict:
