@@ -16,9 +16,10 @@ Parts (``--parts``, all by default):
   the same bytes costs: ``limit: copy`` (``empty_like(x).copy_(x)``) and ``limit: stream
   copy`` (non-temporal stores) for the forward, ``limit: mul`` (``torch.mul(g, x)``) and
   ``limit: stream read2`` for the backward. The limit of a row is the faster of its limit
-  rows. Then every baseline row (torch, torch.compile, limits) is timed again alone, in a
-  fresh process (``check_alone``; ``--no-alone-check`` skips it, ``--quick`` does unless
-  ``--alone-check``); a row more than 10% off is flagged ``baseline_suspect``.
+  rows. Then every baseline row (torch, torch.compile, limits) is timed again alone, one row
+  at a time, in three fresh processes (``check_alone``; ``--no-alone-check`` skips it,
+  ``--quick`` does unless ``--alone-check``); a row whose interleaved median is more than 10%
+  outside the range of its alone medians is flagged ``baseline_suspect``.
 * ``sweep``: float32 over sizes from cache- to DRAM-resident (64K, 1M, 4M, 64M, 256M; sizes
   whose tensors do not fit in ``--max-memory`` are skipped, and the output says so), output
   allocated / ``out=`` / in place, 1 thread and all threads; turbogelu, torch exact, limits.
@@ -79,6 +80,7 @@ from collections.abc import Callable, Sequence
 
 from . import bench_report
 from .bench_alone import (  # noqa: F401  (the benchmark's parts, also from here: bench.*)
+    ALONE_REPEATS,
     ALONE_ROUNDS,
     ALONE_TOLERANCE,
     BASELINE_PROVIDERS,
@@ -87,6 +89,7 @@ from .bench_alone import (  # noqa: F401  (the benchmark's parts, also from here
     flag_baseline,
     is_baseline,
     run_alone,
+    run_alone_batch,
     time_alone,
 )
 from .bench_report import (  # noqa: F401  (the notebook's entry points, also from here)

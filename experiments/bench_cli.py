@@ -29,7 +29,7 @@ from .bench import (
     run_protocol,
     run_sweep,
 )
-from .bench_alone import ALONE_ROUNDS, ALONE_TOLERANCE
+from .bench_alone import ALONE_REPEATS, ALONE_ROUNDS, ALONE_TOLERANCE
 from .bench_timing import make_flush, steady_malloc
 from .bench_variants import (
     DTYPES_ALL,
@@ -180,9 +180,16 @@ def add_arguments(p) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="after the protocol, time each baseline row (torch, torch.compile, limits) alone"
-        f" in a fresh process and flag it when its median is more than"
-        f" {100 * ALONE_TOLERANCE:.0f}%% off (default: on; --quick: off). Costs a Python and"
-        " torch start per row (42 rows in a full run; about 3 min on a 2-vCPU machine)",
+        " in --alone-repeats fresh processes and flag it when its interleaved median is more"
+        f" than {100 * ALONE_TOLERANCE:.0f}%% outside the range of its alone medians (default:"
+        " on; --quick: off). About 1 min per process for the 36 rows of a full run on a"
+        " 2-vCPU machine",
+    )
+    p.add_argument(
+        "--alone-repeats",
+        type=int,
+        default=ALONE_REPEATS,
+        help=f"fresh processes of the alone check (default {ALONE_REPEATS})",
     )
     p.add_argument(
         "--alone-rounds",
@@ -265,6 +272,8 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
         return _error(f"--sweep-out-sizes: not a list of sizes: {args.sweep_out_sizes!r}")
     if args.alone_rounds < 1:
         return _error(f"--alone-rounds must be >= 1, got {args.alone_rounds}")
+    if args.alone_repeats < 1:
+        return _error(f"--alone-repeats must be >= 1, got {args.alone_repeats}")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     if set(parts) - set(PARTS):
         return _error(f"unknown part(s) {sorted(set(parts) - set(PARTS))}; choose from {PARTS}")
@@ -363,8 +372,9 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                 t1 = time.perf_counter()
                 n = sum(is_baseline(r) for r in recs)
                 print(
-                    f"alone check: {n} baseline rows, each timed alone in a fresh process"
-                    f" ({args.alone_rounds} rounds x {calls} calls) ...",
+                    f"alone check: {n} baseline rows, each timed alone in"
+                    f" {args.alone_repeats} fresh processes ({args.alone_rounds} rounds x"
+                    f" {calls} calls) ...",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -373,6 +383,7 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
                     args.size,
                     args.alone_rounds,
                     calls,
+                    repeats=args.alone_repeats,
                     progress=True,  # a line per row even with --no-progress: minutes long
                     flush=bool(args.flush),
                     isa=args.isa,
@@ -392,8 +403,8 @@ def main(args) -> int:  # noqa: C901  (one flat sequence of the parts)
             print(bench_report.protocol_notes(recs))
             if alone:
                 print(
-                    f"baseline rows timed alone in fresh processes ({args.alone_rounds} rounds"
-                    f" x {calls} calls each, {t_alone:.0f} s):"
+                    f"baseline rows timed alone in {args.alone_repeats} fresh processes"
+                    f" ({args.alone_rounds} rounds x {calls} calls each, {t_alone:.0f} s):"
                     f" {bench_report.alone_summary(recs, ALONE_TOLERANCE)}"
                 )
             else:

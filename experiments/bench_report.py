@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import records
+from .bench_targets import alone_range
 
 SEED_CSV = Path(__file__).resolve().parents[1] / "data" / "seeds" / "turbogelu_bench.csv"
 DIRECTIONS = ("forward", "backward")
@@ -205,25 +206,30 @@ _size_label = size_label
 
 def alone_summary(src, tolerance: float = 0.10) -> str:
     """One line on the protocol's baseline rows timed alone in fresh processes (the rows'
-    ``alone_p50_us`` / ``baseline_suspect`` / ``alone_error``): how many were checked, and
-    each one more than ``tolerance`` off (or whose check failed)."""
+    ``alone_p50s_us`` / ``baseline_suspect`` / ``alone_error``, see ``bench_alone``): how many
+    were checked, the largest spread between the alone timings of one row, and each row more
+    than ``tolerance`` outside its alone range (or whose check failed)."""
     rows = [r for r in _rows(src) if "alone_p50_us" in r or "alone_error" in r]
     if not rows:
         return "not checked"
     bad = [r for r in rows if r.get("baseline_suspect")]
     failed = [r for r in rows if "alone_error" in r]
     text = f"{len(rows) - len(failed)} checked"
+    spreads = [r["alone_spread"] for r in rows if "alone_spread" in r]
+    if spreads:
+        text += f" (alone timings of one row up to {100 * max(spreads):.0f}% apart)"
     if bad:
         text += (
-            f", {len(bad)} more than {100 * tolerance:.0f}% off (baseline_suspect): "
+            f", {len(bad)} more than {100 * tolerance:.0f}% outside their alone range"
+            " (baseline_suspect): "
             + "; ".join(
                 f"{r['direction']} {r['dtype']} {r['method']} {fmt_us(r['p50_us'])} us"
-                f" interleaved vs {fmt_us(r['alone_p50_us'])} us alone"
+                f" interleaved vs {alone_range(r, fmt_us)} us alone"
                 for r in bad
             )
         )
     else:
-        text += f", all within {100 * tolerance:.0f}%"
+        text += f", all within {100 * tolerance:.0f}% of their alone range"
     if failed:
         text += "; check failed for: " + "; ".join(
             f"{r['direction']} {r['dtype']} {r['method']} ({r['alone_error']})" for r in failed

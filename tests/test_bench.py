@@ -193,6 +193,24 @@ def test_flag_baseline_within_and_beyond_the_tolerance():
     assert "alone_p50_us" not in row  # a copy
     with pytest.raises(ValueError, match="positive"):
         bench.flag_baseline(row, 0.0)
+    with pytest.raises(ValueError, match="positive"):
+        bench.flag_baseline(row, [])
+
+
+def test_flag_baseline_against_the_range_of_several_alone_timings():
+    # the machine's own spread (80-95 us alone) widens what counts as the same call...
+    row = {"method": "limit: copy", "provider": "limit", "p50_us": 104.0}
+    within = bench.flag_baseline(row, [80.0, 95.0, 90.0])
+    assert not within["baseline_suspect"]  # 104 <= 1.1 x 95
+    assert within["alone_p50_us"] == 90.0 and within["alone_p50s_us"] == [80.0, 95.0, 90.0]
+    assert within["alone_spread"] == pytest.approx(95 / 80 - 1)
+    assert within["alone_ratio"] == pytest.approx(104 / 90)
+    assert bench.flag_baseline(row | {"p50_us": 104.6}, [80.0, 95.0])["baseline_suspect"]
+    assert not bench.flag_baseline(row | {"p50_us": 72.8}, [80.0, 95.0])["baseline_suspect"]
+    assert bench.flag_baseline(row | {"p50_us": 72.7}, [80.0, 95.0])["baseline_suspect"]
+    # ...but a 3x inflation (the reference's 2377 us against 780-860 alone) stays far outside
+    gelu_bwd = {"method": "torch exact", "provider": "torch", "p50_us": 2377.0}
+    assert bench.flag_baseline(gelu_bwd, [780.0, 860.0, 822.0])["baseline_suspect"]
 
 
 def test_check_alone_flags_only_baseline_rows(monkeypatch):
@@ -206,30 +224,57 @@ def test_check_alone_flags_only_baseline_rows(monkeypatch):
             ("limit: stream read2", "limit", 81.0),
         )
     ]
-    alone = {"torch exact": 800.0, "torch.compile exact": 1300.0, "limit: mul": 185.0}
-    specs = []
+    # per fresh process: each method's alone median (None: that row failed there)
+    alone = [
+        {"torch exact": 800.0, "torch.compile exact": 1300.0, "limit: mul": 150.0},
+        {"torch exact": 820.0, "torch.compile exact": None, "limit: mul": 170.0},
+        {"torch exact": 790.0, "torch.compile exact": 1310.0, "limit: mul": 160.0},
+    ]
+    batches = []
 
-    def fake_run_alone(spec, timeout=600.0):
-        specs.append(spec)
-        if spec["method"] in alone:
-            return {"p50_us": alone[spec["method"]], "rounds": spec["rounds"]}
-        return {"error": "exit 1: boom"}
+    def fake_run_alone_batch(specs, timeout=None):
+        times = alone[len(batches)]
+        batches.append([s["method"] for s in specs])
+        assert len({json.dumps(s, sort_keys=True) for s in specs}) == len(specs)
+        return [
+            {"p50_us": times[s["method"]], "rounds": s["rounds"]}
+            if times.get(s["method"])
+            else {"error": "exit 1: boom"}
+            for s in specs
+        ]
 
-    monkeypatch.setattr(bench_alone, "run_alone", fake_run_alone)
+    monkeypatch.setattr(bench_alone, "run_alone_batch", fake_run_alone_batch)
     out = bench.check_alone(rows, 1 << 20, 7, 100, isa="avx2", flush=True)
     by = {r["method"]: r for r in out}
-    assert [s["method"] for s in specs] == [r["method"] for r in rows[1:]]
-    assert specs[0] | {"size": 1 << 20, "rounds": 7, "calls": 100, "isa": "avx2"} == specs[0]
-    assert specs[0]["flush"] is True and specs[0]["malloc"] == "steady"
+    baselines = [r["method"] for r in rows[1:]]
+    assert batches == [baselines, baselines[::-1], baselines]  # three processes, order swapped
     assert "alone_p50_us" not in by["turbogelu"] and "baseline_suspect" not in by["turbogelu"]
     assert by["torch exact"]["baseline_suspect"] is True
+    assert by["torch exact"]["alone_p50s_us"] == [800.0, 820.0, 790.0]
     assert by["torch.compile exact"]["baseline_suspect"] is False
-    assert by["limit: mul"]["baseline_suspect"] is False
+    assert by["torch.compile exact"]["alone_p50s_us"] == [1300.0, 1310.0]  # the failed one left out
+    assert by["limit: mul"]["baseline_suspect"] is False  # 184 <= 1.1 x 170
+    assert by["limit: mul"]["alone_rounds"] == 7
     assert by["limit: stream read2"]["alone_error"] == "exit 1: boom"
     assert "baseline_suspect" not in by["limit: stream read2"]
     summary = bench_report.alone_summary(out)
-    assert "3 checked" in summary and "torch exact 2377 us interleaved vs 800.0 us alone" in summary
+    assert "3 checked (alone timings of one row up to 13% apart)" in summary
+    assert "torch exact 2377 us interleaved vs 790.0-820.0 us alone" in summary
     assert "check failed for: backward bfloat16 limit: stream read2" in summary
+    with pytest.raises(ValueError, match="repeats"):
+        bench.check_alone(rows, 1 << 20, repeats=0)
+
+
+def test_run_alone_batch_times_each_row_in_one_fresh_process():
+    # the child's real side: one process, two rows, one of them unknown (the other still timed)
+    recs = bench.run_protocol(("forward",), ("float32",), SIZE, 2, CALLS, methods=["limit: copy"])
+    spec = bench.alone_spec(recs[0], SIZE, 2, CALLS)
+    good, bad = bench_alone.run_alone_batch([spec, spec | {"method": "no such method"}])
+    assert _positive_finite(good["p50_us"]) and good["rounds"] == 2
+    assert "unknown method" in bad["error"]
+    assert bench_alone.run_alone_batch([]) == []
+    (late,) = bench_alone.run_alone_batch([spec], timeout=0.01)  # killed before it printed
+    assert late == {"error": "timed out after 0 s"}
 
 
 def test_time_alone_and_its_errors(capsys):
@@ -239,7 +284,7 @@ def test_time_alone_and_its_errors(capsys):
     assert spec["size"] == SIZE and spec["method"] == "limit: copy" and spec["threads"] == 1
     res = bench.time_alone(spec)
     assert _positive_finite(res["p50_us"]) and res["rounds"] == 2 and res["calls"] == CALLS
-    assert bench_alone._alone_main(json.dumps(spec | {"method": "no such method"})) == 1
+    assert bench_alone._alone_main(json.dumps([spec | {"method": "no such method"}])) == 0
     assert "unknown method" in json.loads(capsys.readouterr().out.splitlines()[-1])["error"]
 
 
@@ -640,13 +685,15 @@ def test_cli_alone_check(tmp_path):
     r = _run_cli(
         "--quick", "--parts", "protocol", "--direction", "forward", "--dtypes", "float32",
         "--methods", "turbogelu,limit: copy", "--size", str(SIZE), "--rounds", str(ROUNDS),
-        "--calls", str(CALLS), "--alone-check", "--alone-rounds", "2", "--out", str(out),
+        "--calls", str(CALLS), "--alone-check", "--alone-rounds", "2", "--alone-repeats", "2",
+        "--out", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
-    assert "baseline rows timed alone in fresh processes (2 rounds" in r.stdout
+    assert "baseline rows timed alone in 2 fresh processes (2 rounds" in r.stdout
     rows = {rec["method"]: rec for rec in map(json.loads, out.read_text().splitlines())}
     assert _positive_finite(rows["limit: copy"]["alone_p50_us"])
     assert "baseline_suspect" in rows["limit: copy"] and "alone_p50_us" not in rows["turbogelu"]
+    assert len(rows["limit: copy"]["alone_p50s_us"]) == 2
 
 
 def _main(*argv: str) -> int:
@@ -668,6 +715,8 @@ def test_cli_errors(capsys):
     assert "--sweep-out-dtypes" in capsys.readouterr().err
     assert _main("--alone-rounds", "0") == 2
     assert "--alone-rounds" in capsys.readouterr().err
+    assert _main("--alone-repeats", "0") == 2
+    assert "--alone-repeats" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert _main("--device", "cuda") == 2
         assert "CUDA is not available" in capsys.readouterr().err
