@@ -235,7 +235,7 @@ def rounding_error(
     ulp = np.asarray(rounding.ulp_of(want[pos], work), np.float64)
     return {
         "max_abs": float(d.max()),
-        "mean_abs": float(d.mean()),
+        "mean_abs": rounding.exact_mean(d),
         "max_ulps_positive": float(np.max(d[pos] / ulp)) if pos.any() else 0.0,
         "points": int(xr.size),
     }

@@ -242,7 +242,7 @@ def _region_stats(label, m, x, got, want, exact, ulps) -> RegionStats:
         histogram=_histogram(d, int(nan.sum())),
         worst=worst,
         max_abs=float(abs_err.max()) if d.size else 0.0,
-        mean_abs=float(abs_err.mean()) if d.size else 0.0,
+        mean_abs=rounding.exact_mean(abs_err) if d.size else 0.0,
         max_rel=float(rel.max()) if rel.size else 0.0,
         nan_outputs=int(nan.sum()),
     )
@@ -342,7 +342,7 @@ def dense_errors(
         hi=float(hi),
         n=int(n),
         max_abs=float(err[i]),
-        mean_abs=float(err.mean()),
+        mean_abs=rounding.exact_mean(err),
         argmax_abs=float(x64[i]),
         max_rel=float(rel[j]),
         argmax_rel=float(x64[j]),

@@ -33,6 +33,7 @@ odd, then numpy's float32 -> float16 conversion, which rounds to nearest even).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -60,6 +61,15 @@ FORMATS = {
     "float16": Format("float16", 11, -14, 15, 16),
     "bfloat16": Format("bfloat16", 8, -126, 127, 16),
 }
+
+
+def exact_mean(values) -> float:
+    """The mean of ``values`` from their correctly rounded sum (``math.fsum``): the same on
+    every CPU. ``np.mean`` adds pairwise in blocks unrolled to the SIMD width numpy dispatches
+    to, so its last digits differ between, e.g., an AVX-512 and an AVX2 machine. NaN if
+    empty."""
+    a = np.asarray(values, np.float64).ravel()
+    return math.fsum(a.tolist()) / a.size if a.size else float("nan")
 
 
 def get_format(fmt: str | Format) -> Format:

@@ -37,7 +37,7 @@ from .._spec_names import BACKWARDS as BACKWARDS
 from .._spec_names import METAL_SETS as METAL_SETS
 from .._spec_names import MODES as MODES
 from .._spec_names import PARTS as PARTS
-from . import fit, reference, replay
+from . import fit, reference, replay, rounding
 
 F32 = np.float32
 # Package data (turbogelu/_data/specs, shipped in the wheel); in the checkout a link to the
@@ -215,9 +215,7 @@ def measure(part: dict, mode: str, grad: bool) -> dict:
     inside = np.abs(x64) <= part["clamp"]
     return {
         "max_abs_float32": float(err32.max()),
-        # fsum: the correctly rounded sum, the same whatever order numpy's SIMD reductions
-        # would add in (np.mean's last digits differ between CPUs).
-        "mean_abs_float32_grid": math.fsum(err32[:n].tolist()) / n,
+        "mean_abs_float32_grid": rounding.exact_mean(err32[:n]),  # the same on every CPU
         "argmax_float32": float(xs[int(err32.argmax())]),
         "max_abs_float64": float(err64.max()),
         "max_abs_fit_inside_float64": float(err64[inside].max()),
