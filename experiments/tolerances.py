@@ -178,16 +178,35 @@ def differences(runs: dict[str, dict[str, float]]) -> dict[str, dict]:
     return out
 
 
+def other_machines_runs(earlier: dict, here: dict) -> dict[str, dict[str, float]]:
+    """The runs an earlier command measured on another CPU (``earlier``: the tolerance file's
+    entry for the mode), rebuilt from the values it kept, named ``<variant>@<cpu>``: so that a
+    command run on a second machine widens each tolerance to what both machines showed rather
+    than replacing the first machine's spread with its own. Runs of this CPU, and the
+    reference's value, are measured again instead."""
+    cpu = (earlier.get("measured_on") or {}).get("cpu")
+    runs: dict[str, dict[str, float]] = {}
+    for name, fig in earlier.get("figures", {}).items():
+        for run, value in fig.get("values", {}).items():
+            if run == REFERENCE_RUN or ("@" not in run and cpu == here.get("cpu")):
+                continue
+            if "@" in run and run.split("@", 1)[1] == here.get("cpu"):
+                continue
+            runs.setdefault(run if "@" in run else f"{run}@{cpu}", {})[name] = value
+    return runs
+
+
 def exact_differences(runs: dict[str, dict[str, float]]) -> list[tuple]:
-    """(figure, {run: value}) of every exact figure on which two runs differ in any bit."""
+    """(figure, {run: value}) of every exact figure on which two runs differ in any bit (a
+    mean: beyond ``compare.MEAN_RTOL``)."""
     names = sorted({n for figs in runs.values() for n in figs})
     bad = []
     for name in names:
         if compare.classify(name) != compare.EXACT:
             continue
         values = {run: figs[name] for run, figs in runs.items() if name in figs}
-        distinct = {("nan" if math.isnan(v) else v) for v in values.values()}
-        if len(distinct) > 1:
+        first = next(iter(values.values()))
+        if not all(compare.exact_match(name, v, first) for v in values.values()):
             bad.append((name, values))
     return bad
 
@@ -219,6 +238,9 @@ def main(argv=None) -> int:
         if d.is_dir() and any(d.glob("*.json")):
             runs[name] = compare.collect(d)
             present[name] = sorted(f.stem for f in d.glob("*.json"))
+    data = records.read_json(args.out) if args.out.is_file() else {}
+    earlier = data.get(mode, {})
+    runs |= other_machines_runs(earlier, records.machine())
     bad = exact_differences(runs)
     for name, values in bad:
         shown = ", ".join(f"{r} {v!r}" for r, v in values.items())
@@ -229,8 +251,6 @@ def main(argv=None) -> int:
             f"as numerics (compare.CLASS_RULES); {args.out} not written"
         )
         return 1
-    data = records.read_json(args.out) if args.out.is_file() else {}
-    earlier = data.get(mode, {})
     # A figure measured in one run only (the reference's, of a part not run into this work
     # folder) keeps the entry an earlier command measured, where there is one.
     figs = {
@@ -259,9 +279,12 @@ def main(argv=None) -> int:
             "train_args": VARIANTS[n][1],
             "results": sorted(set(had) | set(present[n])),
         }
+    here = records.machine()
+    machines = [m for m in earlier.get("machines", [earlier.get("measured_on")]) if m]
     data[mode] = {
         "commands": [*[c for c in previous if c != shlex.join(command)], shlex.join(command)],
-        "measured_on": records.machine(),
+        "measured_on": here,
+        "machines": [*[m for m in machines if m.get("cpu") != here["cpu"]], here],
         "reference_machine": compare._machine(ref_dir),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "seconds_last_command": round(time.perf_counter() - t0),

@@ -54,6 +54,27 @@ def test_an_exact_figure_one_ulp_off_fails_with_its_class(tmp_path):
     assert compare.main(["--results", str(off), "--reference", str(ref)]) != 0
 
 
+def test_an_exact_mean_is_compared_to_a_relative_1e12(tmp_path):
+    # np.mean's last digits depend on the CPU's SIMD width (measured: an AVX2 AMD EPYC against
+    # the AVX-512 Xeon's reference); a mean is exact up to that, not beyond
+    mean = 8.104391950226424e-05
+    ref = _write_run(tmp_path / "ref", extra={"poly_dense_mean_abs": mean})
+    for ulps, ok in ((3, True), (1e5, False)):
+        new = _write_run(
+            tmp_path / f"new{ulps}", extra={"poly_dense_mean_abs": mean + ulps * 1.4e-20}
+        )
+        res = compare.compare(new, ref, TOL)
+        assert compare.failed(res) is not ok, compare.render(res)
+    assert "(a mean: to 1e-12 relative)" in compare.render(res)
+    nan = _write_run(tmp_path / "nan", extra={"poly_dense_mean_abs": float("nan")})
+    assert compare.failed(compare.compare(nan, ref, TOL))
+    from experiments import tolerances
+
+    name = f"{NB}.poly_dense_mean_abs"
+    assert tolerances.exact_differences({"a": {name: mean}, "b": {name: mean * (1 + 1e-15)}}) == []
+    assert tolerances.exact_differences({"a": {name: mean}, "b": {name: mean * (1 + 1e-9)}})
+
+
 def test_a_numerics_figure_passes_within_its_tolerance_and_fails_outside(tmp_path):
     ref = _write_run(tmp_path / "ref")
     near = _write_run(tmp_path / "near", dw=1.8e-5 + 0.9e-7)
@@ -275,6 +296,12 @@ def test_a_per_isa_figure_this_cpu_cannot_make_is_said_not_failed(tmp_path, monk
     assert "cannot run avx512" in compare.render(res)
     monkeypatch.setattr(compare, "cpu_isas", lambda: ["avx512", "avx2", "scalar"])
     assert compare.compare(new, ref, TOL)["missing"] == [(f"{NB}.{name}", "exact")]
+    # notebook 10's names put the format between: replay_mismatches_16bit_<isa>
+    fam = "replay_mismatches_16bit_avx512bf16"
+    ref = _write_run(tmp_path / "ref10", extra={fam: 0})
+    monkeypatch.setattr(compare, "cpu_isas", lambda: ["avx2", "scalar"])
+    res = compare.compare(_write_run(tmp_path / "new10"), ref, TOL)
+    assert not compare.failed(res) and res["not_here"] == [(f"{NB}.{fam}", "avx512bf16")]
 
 
 def test_tolerances_command_refuses_an_unknown_variant_or_part(capsys):
@@ -317,6 +344,50 @@ def test_tolerances_of_one_part_keep_the_other_parts_measured_earlier(tmp_path, 
     assert got["figures"][loss]["tolerance"] == pytest.approx(2 * 5e-4)
     assert got["commands"][0] == "earlier" and "--parts llm" in got["commands"][1]
     assert sorted(got["variants"]) == ["aten-avx2", "default"]
+
+
+def test_tolerances_measured_on_a_second_cpu_widen_the_first_cpus(tmp_path, monkeypatch):
+    # A command on another CPU keeps the first CPU's runs (named variant@cpu) beside its own,
+    # so each tolerance covers both machines; this CPU's earlier runs are measured again.
+    from experiments import records, tolerances
+
+    ref = tmp_path / "reference"
+    monkeypatch.setattr(compare, "REFERENCE", ref)
+    monkeypatch.setattr(records, "cpu_model", lambda: "CPU B")
+    loss = "11_llm_tasks.b1_val_change"
+    (ref / "quick").mkdir(parents=True)
+    (ref / "quick" / "11_llm_tasks.json").write_text(
+        json.dumps({"figures": {"b1_val_change": 1.0}})
+    )
+    d = tmp_path / "work" / "quick" / "default"
+    d.mkdir(parents=True)
+    (d / "llm_quick_throughput.json").write_text("{}")  # present: no step runs
+    (d / "11_llm_tasks.json").write_text(json.dumps({"figures": {"b1_val_change": 1.25}}))
+    values = {"reference": 1.0, "aten-avx2": 1.5, "default": 1.0, "threads-2@CPU C": 0.5}
+    first = {"tolerance": 2.0, "max_difference": 1.0, "between": [], "values": values}
+    out = tmp_path / "tolerances.json"
+    out.write_text(
+        json.dumps({"quick": {"measured_on": {"cpu": "CPU A"}, "figures": {loss: first}}})
+    )
+    args = ["--parts", "llm", "--variants", "default", "--work", str(tmp_path / "work")]
+    assert tolerances.main([*args, "--out", str(out)]) == 0
+    got = json.loads(out.read_text())["quick"]
+    assert got["figures"][loss]["values"] == {
+        "reference": 1.0,
+        "default": 1.25,
+        "aten-avx2@CPU A": 1.5,
+        "default@CPU A": 1.0,
+        "threads-2@CPU C": 0.5,
+    }
+    assert got["figures"][loss]["tolerance"] == 2.0  # 1.5 - 0.5, twice
+    assert [m["cpu"] for m in got["machines"]] == ["CPU A", "CPU B"]
+    # again on CPU B: its own earlier run is not kept (measured again), CPU A's still are
+    (d / "11_llm_tasks.json").write_text(json.dumps({"figures": {"b1_val_change": 1.1}}))
+    assert tolerances.main([*args, "--out", str(out)]) == 0
+    again = json.loads(out.read_text())["quick"]["figures"][loss]["values"]
+    assert (
+        again["default"] == 1.1 and again["default@CPU A"] == 1.0 and "default@CPU B" not in again
+    )
 
 
 def test_a_quick_notebook_page_says_so_first(tmp_path):
