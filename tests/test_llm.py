@@ -27,8 +27,12 @@ def test_every_task_is_causal_and_trains(task):
     assert logits.shape == (3, 16, TINY.vocab)
     changed = ids.clone()
     changed[:, 10:] = (changed[:, 10:] + 1) % TINY.vocab  # the future of position 9
-    assert torch.equal(model(changed)[:, :10], logits[:, :10])
-    assert not torch.equal(model(changed)[:, 10:], logits[:, 10:])
+    # the past unchanged: bit for bit would assert the BLAS's blocking, not causality (B4's
+    # top-1 routing sends a different number of tokens to each expert when the future
+    # changes, and on an AVX2-only AMD EPYC those matrix products then differ in the last
+    # bits); a leak of the future moves logits by far more than 1e-5
+    torch.testing.assert_close(model(changed)[:, :10], logits[:, :10], rtol=1e-5, atol=1e-5)
+    assert (model(changed)[:, 10:] - logits[:, 10:]).abs().max() > 1e-3
     # a few AdamW steps on one batch lower its loss, and every parameter gets a gradient
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
