@@ -138,7 +138,12 @@ void family_pair(const void* g, const void* a, const void* b, void* oa, void* ob
   const auto c = local_call<S>(cref);
   using V = typename Isa::V;
   const auto f = [&](V gv, V av, V bv) { return gated_backward<S>(gv, av, bv, c); };
-  if constexpr (CanStream<Isa>::value) {
+  // Two streamed outputs only with 64-byte vectors. With AVX2's 32-byte stores the streamed
+  // pair ran 1.7x slower than plain stores on a 2-vCPU AVX2-only AMD EPYC (64M elements, one
+  // thread, SwiGLU's backward: float32 179 against 108 ms, bfloat16 201 against 114; one
+  // streamed output there is as fast as plain or faster), while AVX-512's streamed pair was
+  // the faster one on the Xeon. The same bits either way.
+  if constexpr (CanStream<Isa>::value && sizeof(V) >= 64) {
     if (stream) return map_pair<Isa, T, true>(g, a, b, oa, ob, n, f);
   }
   map_pair<Isa, T, false>(g, a, b, oa, ob, n, f);
