@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from turbogelu.approx import mindegree as md
-from turbogelu.approx import polyspec, replay, report, rounding, targets
+from turbogelu.approx import polyspec, reference, replay, report, rounding, targets
 
 F32 = np.float32
 F64 = np.float64
@@ -367,3 +367,106 @@ def test_min_degree_bfloat16_faithful_even_without_near_tie_exclusion():
     # every input but the tail's is checked, and within 1 ulp
     assert r.verification["checked"] == p4.x.size - c["tail"]["excluded"]
     assert r.verification["failures"] == 0 and r.verification["max_ulp"] <= 1
+
+
+# ---------------------------------------------------------------- "bounded"
+#
+# tests/test_accuracy.py holds the bfloat16 kernels to: within 1 ulp for x >= -3, and below -3
+# an absolute error of at most 3e-5 plus half an ulp of the 16-bit result (its float16 tests
+# ask 1 ulp on x >= 0 only). Issue 13 asks for a 16-bit program with fewer operations where
+# that holds at 1 ulp for x >= -3: how few can there be?
+
+
+def _all_values(fmt: str) -> np.ndarray:
+    v = report.all_finite(fmt).astype(F64)
+    return np.unique(v)  # sorted; -0 and +0 one value
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_within_abs_is_the_tests_bound_by_enumeration(fmt):
+    values = _all_values(fmt)
+    half = rounding.ulp_of(values, fmt) / 2
+    rng = np.random.default_rng(5)
+    exact = np.concatenate([[0.0, -2.9e-5, -3.1e-5, -4.05e-3], -rng.uniform(0, 5e-3, 40)])
+    jl, jh = md.within_abs(exact, fmt, 3e-5)
+    for e, a, b in zip(exact, jl, jh, strict=True):
+        ok = values[np.abs(values - e) <= 3e-5 + half]
+        assert ok.size and np.all(np.diff(rounding.to_ordered(ok, fmt)) == 1)  # one run
+        assert rounding.to_ordered(ok[[0, -1]], fmt).tolist() == [a, b]
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_bounded_problem_judges_below_minus_3_by_absolute_error(fmt):
+    p, f = _prob(fmt, "bounded"), _prob(fmt, "faithful")
+    below = p.x < -3
+    assert np.array_equal(p.by_abs, below) and not f.by_abs.any()
+    # x >= -3: the faithful criterion's values and intervals
+    for a in ("jlo", "jhi", "lo", "hi"):
+        assert np.array_equal(getattr(p, a)[~below], getattr(f, a)[~below]), a
+    # below: a superset of the faithful values, in no exclusion class
+    assert (p.jlo <= f.jlo).all() and (p.jhi >= f.jhi).all()
+    assert not p.excluded[below].any()
+    for m in p.classes.values():
+        assert not m[below].any()
+    # -0.0 beyond the clamp is within 3e-5 of GELU there; just inside, it is not
+    assert np.abs(p.exact[below & (p.x < -p.clamp)]).max() <= 3e-5
+    inside = below & (np.abs(p.x) <= p.clamp) & ~p.asym_ok
+    assert inside.any() and np.abs(p.exact[inside]).max() > 3e-5
+
+
+def _bound_holds(fmt: str, x64, out32) -> tuple[int, int]:
+    """The "bounded" criterion computed independently of mindegree: failures at x >= -3 (ulps
+    > 1 against the correctly rounded value) and below -3 (absolute error)."""
+    got = report.round_output(np.asarray(out32, F32), fmt)
+    cr = rounding.correctly_rounded(x64, fmt, "gelu")
+    head = x64 >= -3
+    ulps = rounding.ulp_distance(got[head], cr[head], fmt)
+    exact = reference.gelu_mp_array(x64[~head], "none")
+    err = np.abs(got[~head] - exact)
+    return int((ulps > 1).sum()), int((err > 3e-5 + rounding.ulp_of(got[~head], fmt) / 2).sum())
+
+
+@pytest.mark.parametrize("fmt, degree", [("bfloat16", 7), ("float16", 8)])
+def test_min_degree_under_the_bounded_criterion(fmt, degree):
+    # bfloat16: one multiply-add fewer than the shipped degree 8; float16: none fewer
+    r = md.min_degree("gelu", fmt, "even", "bounded", start_degree=degree - 1)
+    assert (r.degree, r.proven_minimum) == (degree, True)
+    assert r.lower.degree == degree - 1 and r.lower.proven and r.lower.exact_proven
+    assert r.verification["failures"] == 0 and r.verification["polyspec_replay_identical"]
+    p = _prob(fmt, "bounded")
+    # the exact certificate of the degree below, against the module's intervals (checked
+    # above against the bound itself)
+    s = Fraction(md.program_scale("even", p.clamp))
+    total, gap = [Fraction(0)] * degree, Fraction(0)
+    for x, side, mu in r.lower.exact_certificate:
+        i, X = _index(p, x), Fraction(x)
+        v = X * X
+        z = v * s - 1
+        up = side == "upper"
+        bound = (Fraction(float(p.mhi[i] if up else p.mlo[i])) - X / 2) / v
+        for j in range(degree):
+            total[j] += (1 if up else -1) * mu * z**j
+        gap += -mu * bound if up else mu * bound
+    assert all(t == 0 for t in total) and gap > 0
+    # the program found meets the bound on every finite input, by the independent check
+    x = report.all_finite(fmt)
+    out = polyspec.replay(r.spec, x)
+    assert _bound_holds(fmt, x.astype(F64), out) == (0, 0)
+
+
+def test_the_shipped_kernel_under_the_bounded_criterion():
+    # The shipped program (degree 8): bfloat16 within the bound everywhere (as
+    # tests/test_accuracy.py holds it); float16 over 1 ulp on part of [-3, 0) (up to 6), which
+    # the degree-8 float16 program of the test above is not.
+    shipped = polyspec.turbogelu_form("none", "forward")
+    for fmt, want in (("bfloat16", 0), ("float16", None)):
+        p = _prob(fmt, "bounded")
+        ck = md.check(p, polyspec.replay(shipped, p.x32))
+        head, below = _bound_holds(fmt, p.x, polyspec.replay(shipped, p.x32))
+        assert ck["failures"] == head + below
+        if want is not None:
+            assert ck["failures"] == want
+        else:
+            bad = p.x[ck["fail_idx"]]
+            assert ck["failures"] > 0 and below == 0 and ((bad >= -3) & (bad < 0)).all()
+            assert 1 < ck["max_ulp"] <= 8  # tests/test_cli.py's bound on [-3, 0)

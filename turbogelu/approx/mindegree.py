@@ -53,21 +53,26 @@ import numpy as np
 
 from . import polyspec, targets
 from .mindegree_problem import (
+    BOUNDED_TAIL,
     CLASSES,
     CRITERIA,
     NEAR_TIE_ULPS,
     Problem,
+    acceptable_values,
     class_counts,
     exclusion_classes,
+    interval_of_values,
     problem,
     rounding_interval,
     tail_reachability,
+    within_abs,
 )
 from .mindegree_proof import Certificate, Infeasibility, prove_infeasible
 from .mindegree_rows import FAMILIES, Rows, exact_row, horner_bound, program_scale, rows
 from .mindegree_search import Feasible, check, family_program, find_feasible, replay32
 
 __all__ = [
+    "BOUNDED_TAIL",
     "CLASSES",
     "CRITERIA",
     "FAMILIES",
@@ -78,6 +83,7 @@ __all__ = [
     "MinDegreeResult",
     "Problem",
     "Rows",
+    "acceptable_values",
     "check",
     "class_counts",
     "exact_row",
@@ -85,6 +91,7 @@ __all__ = [
     "family_program",
     "find_feasible",
     "horner_bound",
+    "interval_of_values",
     "min_degree",
     "problem",
     "program_scale",
@@ -94,6 +101,7 @@ __all__ = [
     "rounding_interval",
     "rows",
     "tail_reachability",
+    "within_abs",
 ]
 
 
@@ -182,9 +190,10 @@ def min_degree(
 
     ``target``: a name of ``targets.TARGETS`` with reduction "x/2 + even" (gelu, gelu_tanh,
     silu) or such a ``targets.Target``; ``fmt``: "bfloat16" or "float16"; ``family``: "even"
-    or "full"; ``criterion``: "faithful" (within 1 ulp of the correctly rounded value) or
-    "correct"; ``near_tie_ulps``: N of the near-tie class; ``max_abs``: only the inputs with
-    |x| <= max_abs (a target on a bounded domain, e.g. the tests' toy polynomial);
+    or "full"; ``criterion``: "faithful" (within 1 ulp of the correctly rounded value),
+    "correct" or "bounded" (faithful for x >= -3, an absolute bound below: mindegree_problem);
+    ``near_tie_ulps``: N of the near-tie class; ``max_abs``: only the inputs with |x| <=
+    max_abs (a target on a bounded domain, e.g. the tests' toy polynomial);
     ``fit_interval``: L of the evaluation variable (default: the clamp); ``rounds``: the
     search rounds of ``find_feasible``.
     """

@@ -5,12 +5,17 @@ Acceptable outputs
 ------------------
 CR(x) is the correctly rounded f(x) (``report.reference_table``: float64, mpmath near
 midpoints). Criterion ``"faithful"``: the format values at most 1 step (``ulp_distance``) from
-CR(x); ``"correct"``: CR(x) only. ``rounding_interval`` turns that set into the real interval
-[mlo, mhi] between the rounding boundaries (midpoints) beyond it and the float32 interval
-[lo, hi] of the float32 outputs that round into it: a boundary is a float32 number and a tie
-there goes to the even neighbour, so lo is the boundary itself when the set's end value is
-even, and the next float32 number inside otherwise (no margin is needed: both ends are exact
-and closed).
+CR(x); ``"correct"``: CR(x) only; ``"bounded"``: faithful for x >= -3, and below -3 also any
+format value v with |v - f(x)| <= 3e-5 + ulp(v)/2 (the float32 bound plus the rounding to the
+format; ``BOUNDED_TAIL``): what the kernels' exhaustive bfloat16 tests hold them to
+(tests/test_accuracy.py; their float16 tests ask less on [-3, 0)) and issue 13's condition on a
+16-bit program with fewer operations. Each set is a run of consecutive format values, [jlo,
+jhi] as ordered integers (``rounding.to_ordered``), and ``interval_of_values`` turns it into
+the real interval [mlo, mhi] between the rounding boundaries (midpoints) beyond it and the
+float32 interval [lo, hi] of the float32 outputs that round into it: a boundary is a float32
+number and a tie there goes to the even neighbour, so lo is the boundary itself when the set's
+end value is even, and the next float32 number inside otherwise (no margin is needed: both
+ends are exact and closed).
 
 Excluded inputs (``exclusion_classes``; disjoint, in this order; counts in ``class_counts``)
 -----------------------------------------------------------------------------------------------
@@ -67,7 +72,9 @@ from . import report, rounding, targets
 
 F32 = np.float32
 F64 = np.float64
-CRITERIA = {"faithful": 1, "correct": 0}
+CRITERIA = {"faithful": 1, "correct": 0, "bounded": 1}
+# "bounded": below x0 an output is judged by its absolute error instead (x0, bound).
+BOUNDED_TAIL = (-3.0, 3e-5)
 CLASSES = ("tail", "tie", "near_tie")
 NEAR_TIE_ULPS = 4.0
 
@@ -82,7 +89,14 @@ def step32(v, up: bool) -> np.ndarray:
 
 
 def rounding_interval(cr, fmt: str, k: int):
-    """The inputs' acceptable outputs: fmt values within k steps of ``cr``.
+    """The inputs' acceptable outputs: fmt values within k steps of ``cr``
+    (``interval_of_values`` of that run of values)."""
+    o = rounding.to_ordered(cr, fmt)
+    return interval_of_values(o - k, o + k, fmt)
+
+
+def interval_of_values(jlo, jhi, fmt: str):
+    """The fmt values with ordered integers in [jlo, jhi], as intervals of outputs.
 
     Returns ``(mlo, mhi, lo, hi)``: the real interval ends (rounding boundaries of fmt, the
     midpoints between the last acceptable value and the first unacceptable one) and the
@@ -93,12 +107,10 @@ def rounding_interval(cr, fmt: str, k: int):
     tie there rounds to infinity, which is even); an acceptable infinity makes the end
     infinite.
     """
-    o = rounding.to_ordered(cr, fmt)
     top = rounding.max_ordered(fmt)
     top_mid = rounding.overflow_threshold(fmt)
     out = []
-    for sign in (-1, 1):
-        j_in = o + sign * k
+    for sign, j_in in ((-1, np.asarray(jlo, np.int64)), (1, np.asarray(jhi, np.int64))):
         j_out = j_in + sign
         a, b = rounding.from_ordered(j_in, fmt), rounding.from_ordered(j_out, fmt)
         with np.errstate(invalid="ignore"):
@@ -109,6 +121,53 @@ def rounding_interval(cr, fmt: str, k: int):
         out.append((mid, f32))
     (mlo, lo), (mhi, hi) = out
     return mlo, mhi, lo, hi
+
+
+def within_abs(exact, fmt: str, bound: float):
+    """Ordered ends [jl, jh] of the fmt values v with |v - exact| <= bound + ulp(v)/2
+    (tests/test_accuracy.py's bound with the half ulp of the result), by bisection: v - ulp(v)/2
+    and v + ulp(v)/2 both increase with v. Finite ``exact`` only."""
+    exact = np.asarray(exact, F64)
+    top = rounding.max_ordered(fmt)
+
+    def ok_below(j):  # v - ulp(v)/2 <= exact + bound
+        v = rounding.from_ordered(j, fmt)
+        return v - rounding.ulp_of(v, fmt) / 2 <= exact + bound
+
+    def ok_above(j):  # v + ulp(v)/2 >= exact - bound
+        v = rounding.from_ordered(j, fmt)
+        return v + rounding.ulp_of(v, fmt) / 2 >= exact - bound
+
+    # jh: the largest j with ok_below(j); jl: the smallest with ok_above(j)
+    lo_j, hi_j = np.full(exact.shape, -top, np.int64), np.full(exact.shape, top, np.int64)
+    a, b = lo_j.copy(), hi_j.copy()
+    while np.any(a < b):
+        m = (a + b + 1) // 2
+        good = ok_below(m)
+        a, b = np.where(good, m, a), np.where(good, b, m - 1)
+    jh = a
+    a, b = lo_j.copy(), hi_j.copy()
+    while np.any(a < b):
+        m = (a + b) // 2
+        good = ok_above(m)
+        a, b = np.where(good, a, m + 1), np.where(good, m, b)
+    return a, jh
+
+
+def acceptable_values(x, cr, exact, fmt: str, criterion: str):
+    """Ordered ends [jlo, jhi] of each input's acceptable fmt values, and the mask of the
+    inputs judged by absolute error (criterion "bounded", x < BOUNDED_TAIL[0])."""
+    o = rounding.to_ordered(cr, fmt)
+    k = CRITERIA[criterion]
+    jlo, jhi = o - k, o + k
+    by_abs = np.zeros(np.shape(x), bool)
+    if criterion == "bounded":
+        x0, bound = BOUNDED_TAIL
+        by_abs = np.asarray(x, F64) < x0
+        jl, jh = within_abs(exact[by_abs], fmt, bound)
+        jlo[by_abs] = np.minimum(jlo[by_abs], jl)
+        jhi[by_abs] = np.maximum(jhi[by_abs], jh)
+    return jlo, jhi, by_abs
 
 
 # ---------------------------------------------------------------- targets and reference
@@ -152,6 +211,9 @@ def exclusion_classes(x, cr, exact, fmt: str, criterion: str, f_mp, near_tie_ulp
     * ``tie``: f(x) exactly on an end of the acceptable interval (a rounding boundary).
     * ``near_tie``: not a tie, and the float64 reference value lies within
       ``near_tie_ulps`` * ulp32(x/2) of an end of the acceptable interval.
+
+    Under "bounded" the inputs judged by absolute error (below -3) are in no class: their
+    acceptable interval is at least 6e-5 wide, far beyond the float32 resolution there.
     """
     x = np.asarray(x, F64)
     tail = (x < 0) & (rounding.ulp_of(0.5 * x, "float32") > rounding.ulp_of(cr, fmt))
@@ -164,6 +226,9 @@ def exclusion_classes(x, cr, exact, fmt: str, criterion: str, f_mp, near_tie_ulp
         mid = float(mlo[i]) if abs(exact[i] - mlo[i]) <= abs(mhi[i] - exact[i]) else float(mhi[i])
         tie[i] = _is_tie(f_mp, float(x[i]), mid)
     near = ~tail & ~tie & (dist < near_tie_ulps * rounding.ulp_of(0.5 * x, "float32"))
+    if criterion == "bounded":
+        head = x >= BOUNDED_TAIL[0]
+        tail, tie, near = tail & head, tie & head, near & head
     return {"tail": tail, "tie": tie, "near_tie": near}
 
 
@@ -185,6 +250,9 @@ class Problem:
     exact: np.ndarray
     classes: dict
     excluded: np.ndarray
+    jlo: np.ndarray  # ordered ends of the acceptable format values
+    jhi: np.ndarray
+    by_abs: np.ndarray  # judged by absolute error ("bounded" below -3)
     mlo: np.ndarray
     mhi: np.ndarray
     lo: np.ndarray
@@ -213,10 +281,10 @@ def _problem(target, fmt: str, criterion: str, near_tie_ulps: float, max_abs) ->
     in_class = np.zeros(x.shape, bool)
     for m in classes.values():
         in_class |= m
-    k = CRITERIA[criterion]
-    mlo, mhi, lo, hi = rounding_interval(cr, fmt, k)
-    asym = report.round_output(t.asymptote(x).astype(F32), fmt)
-    asym_ok = rounding.ulp_distance(asym, cr, fmt) <= k
+    jlo, jhi, by_abs = acceptable_values(x, cr, ex, fmt, criterion)
+    mlo, mhi, lo, hi = interval_of_values(jlo, jhi, fmt)
+    asym = rounding.to_ordered(report.round_output(t.asymptote(x).astype(F32), fmt), fmt)
+    asym_ok = (jlo <= asym) & (asym <= jhi)
     need = ~in_class & ~asym_ok
     clamp = float(np.abs(x[need]).max()) if need.any() else 0.0
     # class members beyond the clamp whose asymptote is acceptable are served: not excluded
@@ -234,6 +302,9 @@ def _problem(target, fmt: str, criterion: str, near_tie_ulps: float, max_abs) ->
         ex,
         classes,
         excluded,
+        jlo,
+        jhi,
+        by_abs,
         mlo,
         mhi,
         lo,
