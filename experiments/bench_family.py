@@ -43,9 +43,9 @@ Sizes: 1,048,576 and the paper's 4,194,304 elements with an allocated output, 67
 ``out=`` (``OUT_FROM``: from this size on every row writes into a preallocated output); the
 paper's 268,435,456 behind ``--family-paper-size``. Each row is labelled ``residency``
 "cache" or "DRAM" from the bytes its call moves (inputs and outputs) and the last-level cache
-the CPU reports (``records.cpu_caches``: the glibc ``sysconf`` figures that the kernels' store
-rule reads): "cache" when they fit in half of it (the kernels stream their stores above half
-the cache that would hold them), else "DRAM".
+the CPU reports (``records.cpu_caches``: the figures that the kernels' store rule reads):
+"cache" when they fit in half of it (the kernels stream their stores above half the cache that
+would hold them), else "DRAM".
 
 The inputs: x = randn * 3 (as GELU's protocol; also swiglu's a), g and b = randn, and
 softcap's input c * x, so that its tanh sees tanh's arguments. ``SOFTCAP_CAP`` = 50.

@@ -64,23 +64,13 @@ _SC_CACHES = (("L1d", 188), ("L2", 191), ("L3", 194), ("L4", 197))  # glibc's _S
 
 def cpu_caches() -> dict[str, int]:
     """The data caches the CPU reports, in bytes ({"L1d", "L2", "L3"}; a level it does not
-    report is left out): glibc's ``sysconf(_SC_LEVEL*_CACHE_SIZE)``, the figures the CPU
-    kernels' store rule reads (kernels/cpu/gelu_ops.cpp), else Linux's
-    /sys/devices/system/cpu/cpu0/cache. Empty where neither tells."""
+    report is left out), as the CPU kernels' store rule reads them (kernels/cpu/gelu_ops.cpp,
+    ``cache_bytes``): Linux's /sys/devices/system/cpu/cpu0/cache (each cache as one core sees
+    it), else glibc's ``sysconf(_SC_LEVEL*_CACHE_SIZE)``, which can report more than a core
+    has (an AMD EPYC's whole socket of L3, not its CCX's). Empty where neither tells."""
     import ctypes
 
     out: dict[str, int] = {}
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.sysconf.restype = ctypes.c_long
-        for name, code in _SC_CACHES:
-            v = int(libc.sysconf(code))
-            if v > 0:
-                out[name] = v
-    except (OSError, AttributeError):
-        pass
-    if out:
-        return out
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:
             level = (index / "level").read_text().strip()
@@ -96,6 +86,17 @@ def cpu_caches() -> dict[str, int]:
         except ValueError:
             continue
         out["L1d" if level == "1" else f"L{level}"] = v
+    if out:
+        return out
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.sysconf.restype = ctypes.c_long
+        for name, code in _SC_CACHES:
+            v = int(libc.sysconf(code))
+            if v > 0:
+                out[name] = v
+    except (OSError, AttributeError):
+        pass
     return out
 
 

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -178,6 +179,34 @@ def test_store_switch_names_and_errors():
             pass
     assert OPS._set_cpu_store("process") == "auto"
     assert OPS._set_cpu_store("process") == "process"
+
+
+def test_store_rule_reads_the_caches_the_benchmark_labels_by():
+    """The automatic store rule's threshold is half the cache it names, in the figures the
+    benchmark labels rows by (experiments.records.cpu_caches: sysfs first; glibc's sysconf
+    reported a whole socket's L3 on an AMD EPYC, eight times the core's)."""
+    import re
+
+    from experiments import records
+
+    r = _child(TURBOGELU_CPU_STORE="auto")
+    assert r.returncode == 0, r.stderr
+    store = json.loads(r.stdout)["store"]
+    m = re.fullmatch(r"auto: streaming above (\d+) bytes per (call|thread) \((.*)\)", store)
+    assert m, store
+    threshold, per, why = int(m.group(1)), m.group(2), m.group(3)
+    caches = records.cpu_caches()
+    if why.startswith("no L3 reported"):
+        assert "L3" not in caches and threshold == (64 << 20) // 2
+    elif per == "thread":
+        assert why.startswith("Intel") and threshold == caches["L2"] // 2
+    else:
+        assert threshold == caches["L3"] // 2
+    index3 = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
+    if index3.is_file() and "L3" in caches:
+        size = index3.read_text().strip()
+        unit = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+        assert caches["L3"] == int(size.rstrip("KM")) * unit
 
 
 def test_store_environment_variable():
