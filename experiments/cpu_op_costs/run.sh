@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Build and run the operation-cost microbenchmark (needs g++ and an AVX-512 CPU):
+# Build and run the operation-cost microbenchmark (needs g++ and an AVX-512 CPU; avx2: AVX2,
+# FMA and F16C):
 #   run.sh [N]       float32, op_costs.cpp
 #   run.sh 16 [N]    bfloat16 and float16, op_costs16.cpp (AVX512-BF16 and F16C too)
+#   run.sh avx2 [N [THREADS]]   bfloat16 and float16 on an AVX2 CPU, op_costs16_avx2.cpp
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/op_costs.cpp"
-if [[ "${1:-}" == "16" ]]; then
-  src="$here/op_costs16.cpp"
-  shift
-fi
+case "${1:-}" in
+  16) src="$here/op_costs16.cpp"; shift ;;
+  avx2) src="$here/op_costs16_avx2.cpp"; shift ;;
+esac
 out="$(mktemp -d)"
-g++ -O2 -std=c++17 -o "$out/op_costs" "$src"
+g++ -O2 -std=c++17 -pthread -o "$out/op_costs" "$src"
 "$out/op_costs" "$@"
 rm -rf "$out"
