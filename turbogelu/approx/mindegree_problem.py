@@ -262,10 +262,6 @@ class Problem:
     window: np.ndarray
     seconds: float
 
-    @property
-    def k(self) -> int:
-        return CRITERIA[self.criterion]
-
 
 def _problem(target, fmt: str, criterion: str, near_tie_ulps: float, max_abs) -> Problem:
     t0 = time.perf_counter()

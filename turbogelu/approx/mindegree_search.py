@@ -73,10 +73,12 @@ def check(prob: Problem, out32) -> dict:
     acceptable values), and how many excluded inputs are acceptable anyway."""
     got = report.round_output(np.asarray(out32, F32), prob.fmt)
     bad = np.isnan(got)
-    d = np.full(got.shape, np.iinfo(np.int64).max)
-    d[~bad] = rounding.ulp_distance(got[~bad], prob.cr[~bad], prob.fmt)
+    # one ordered-integer conversion serves both the ulp distance and the [jlo, jhi] test
+    # (ulp_distance is the same difference, and it refuses NaN)
     j = np.zeros(got.shape, np.int64)
     j[~bad] = rounding.to_ordered(got[~bad], prob.fmt)
+    d = np.full(got.shape, np.iinfo(np.int64).max)
+    d[~bad] = np.abs(j[~bad] - rounding.to_ordered(prob.cr[~bad], prob.fmt))
     ok = ~bad & (prob.jlo <= j) & (j <= prob.jhi)
     inc = ~prob.excluded
     fail = inc & ~ok
