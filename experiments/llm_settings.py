@@ -19,7 +19,7 @@ about 11 minutes (the first sizing, 240 and 60 steps, took 17):
 * throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
   and task, and one profiled step per arm and task.
 
-The wall time measured for ``llm all`` is in ``MEASURED`` (534 s in the reference run; every
+The wall time measured for ``llm all`` is in ``MEASURED`` (862 s in the reference run; every
 result's meta has its own).
 """
 
@@ -56,12 +56,13 @@ QUICK = {
 }
 
 # Measured: the `llm` step of the reference run (`python -m experiments.reproduce`, one
-# thread, on the shared 2-core build machine, a Xeon at 2.1 GHz, quiet), 2026-12-01, at these
-# settings: 534 s wall (results/reference/full/reproduce.json). Per protocol (each result's
-# meta.wall_seconds in results/reference/full/llm_*.json): seed 235 s (10 runs), swap 6 s,
-# noise 257 s (50 runs), throughput 30 s. (An earlier standalone `llm all`, with light work
-# beside it, took 639 s; the first sizing, 240 and 60 steps, 1012 s.)
-MEASURED = {"all_wall_s": 534, "seed_s": 235, "swap_s": 6, "noise_s": 257, "throughput_s": 30}
+# thread, on the shared 2-core build machine, an AMD EPYC with AVX2 at 2.4 GHz), 2026-12-02,
+# at these settings: 862 s wall (results/reference/full/reproduce.json). Per protocol (each
+# result's meta.wall_seconds in results/reference/full/llm_*.json): seed 359 s (10 runs), swap
+# 12 s, noise 431 s (50 runs), throughput 49 s. (The Xeon's reference run of 2026-12-01: 534 s;
+# an earlier standalone `llm all` there, with light work beside it, 639 s; the first sizing,
+# 240 and 60 steps, 1012 s.)
+MEASURED = {"all_wall_s": 862, "seed_s": 359, "swap_s": 12, "noise_s": 431, "throughput_s": 49}
 
 # The source paper's figures ("Fast Polynomial Transcendentals for LLMs", the seed document
 # /work/shared/seeds/003_0783a5cae37bf496.txt; its README there names it). Each its own table:
