@@ -6,8 +6,9 @@
 // 2 (far below the accuracy bound: a floor for any polynomial), 7 (the proven minimum for
 // bfloat16 under the "bounded" criterion, notebooks/09_min_degree.ipynb) and 8 (the shipped
 // degree, the proven minimum for float16), against copies. Backward (float32, bfloat16,
-// float16): grad * gelu'(x) by the shipped direct fit's form at degree 2 and 8, against
-// grad * x in the same loop (what the benchmark's `torch.mul` limit row computes). Each with
+// float16): grad * gelu'(x) by the shipped direct fit's form at degree 2 and 8 (and 3 to 7 with
+// streaming stores: how low a degree the 64M target needs; backward_degrees.py says which
+// degrees hold the backward's bounds), against grad * x in the same loop (what the benchmark's `torch.mul` limit row computes). Each with
 // plain and with streaming stores. The coefficients are the shipped ones, truncated: what is
 // timed is the instruction mix.
 // Build and run: bash experiments/cpu_op_costs/run.sh avx2 [N [THREADS [backward]]]
@@ -272,7 +273,7 @@ void forward(long n, int threads) {
 }
 
 // One format's backward rows: grad * x (the mul limit) and grad * gelu'(x) at degree 2 and 8,
-// each with plain and streaming stores.
+// each with plain and streaming stores, and at degrees 3 to 7 with streaming stores.
 template <class Fmt>
 void backward(const char* name, long n, int threads) {
   using T = typename Fmt::T;
@@ -292,6 +293,11 @@ void backward(const char* name, long n, int threads) {
       v("grad * x, streaming", run_bwd<Fmt, -1, true>),
       v("degree 2", run_bwd<Fmt, 2, false>),
       v("degree 2, streaming", run_bwd<Fmt, 2, true>),
+      v("degree 3, streaming", run_bwd<Fmt, 3, true>),
+      v("degree 4, streaming", run_bwd<Fmt, 4, true>),
+      v("degree 5, streaming", run_bwd<Fmt, 5, true>),
+      v("degree 6, streaming", run_bwd<Fmt, 6, true>),
+      v("degree 7, streaming", run_bwd<Fmt, 7, true>),
       v("degree 8 (shipped)", run_bwd<Fmt, 8, false>),
       v("degree 8, streaming", run_bwd<Fmt, 8, true>),
   };
