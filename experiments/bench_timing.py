@@ -153,6 +153,18 @@ class _Clock:
         return wall, c1 - c0
 
 
+# Untimed calls before each batch, as a fraction of the batch's calls. Measured on the AVX2
+# AMD EPYC (2026-12-03, `experiments/baseline_alone/settle.py`): a 1M-element bfloat16 copy
+# into a preallocated output, right after 20 calls of F.gelu (40 MiB of fresh outputs through
+# the caches), took 145 us on its first call, 102 on the next four, 88 on calls 5-19 and 56-59
+# from call 20 on; a 100-call batch averaged 65.4 us after F.gelu, 57.2 after copies, and
+# 58.1 after F.gelu with 20 untimed calls first. That order effect put the protocol's copy row
+# 11-40 % above its times alone (flagged baseline_suspect in two runs). A fifth of a batch
+# covers the settling at 1M elements; batches of fewer than five calls (4M elements and up,
+# where the data does not stay in the cache anyway) get none.
+SETTLE_FRACTION = 0.2
+
+
 def time_interleaved(
     variants: Sequence[Variant],
     rounds: int,
@@ -163,10 +175,14 @@ def time_interleaved(
     device: str = "cpu",
     flush: Callable[[], object] | None = None,
     progress: Progress | None = None,
+    settle: float = SETTLE_FRACTION,
 ) -> Timings:
     """Time every variant once per round, in a per-round shuffled (seeded) order.
 
-    ``flush`` (if given) runs before every batch, outside the timed region."""
+    ``flush`` (if given) runs before every batch, outside the timed region. Without it, each
+    batch of n calls is preceded by ``int(settle * n)`` untimed calls of the same variant
+    (``SETTLE_FRACTION``): a batch is then timed in the cache state its own calls leave, as
+    when the variant is timed alone, not in the one the variant before it left."""
     if rounds < 1 or calls < 1:
         raise ValueError(f"rounds and calls must be >= 1, got {rounds} and {calls}")
     keys = [v.key for v in variants]
@@ -181,6 +197,8 @@ def time_interleaved(
                 v.fn()
     order = list(variants)
     rng = random.Random(seed)
+    if not 0 <= settle <= 1:
+        raise ValueError(f"settle must be in [0, 1], got {settle}")
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -191,6 +209,9 @@ def time_interleaved(
                 with v.context():
                     if flush is not None:
                         flush()
+                    else:
+                        for _ in range(int(settle * n)):
+                            v.fn()
                     w, c = clock.time(v.fn, n)
                 wall[v.key].append(w / n)
                 cpu[v.key].append(c / n)

@@ -70,6 +70,28 @@ def test_time_interleaved_counts_rounds_calls_and_flushes():
         assert all(_positive_finite(w) for w in t.wall[k])
 
 
+def test_time_interleaved_settles_each_batch_unless_flushing():
+    # Each batch of n calls follows int(settle * n) untimed calls of the same variant (the
+    # cache state its own calls leave); a flushed batch gets none (it is meant to start cold).
+    counts = {"a": 0, "b": 0}
+
+    def call(name):
+        counts[name] += 1
+
+    variants = [bench.Variant(k, lambda k=k: call(k)) for k in ("a", "b")]
+    bench.time_interleaved(variants, rounds=2, calls=10, warmup=1)
+    assert bench_timing.SETTLE_FRACTION == 0.2
+    assert counts == {"a": 10 + 2 * (2 + 10), "b": 10 + 2 * (2 + 10)}
+    counts.update(a=0, b=0)
+    bench.time_interleaved(variants, rounds=2, calls=10, warmup=1, settle=0)
+    assert counts == {"a": 30, "b": 30}
+    counts.update(a=0, b=0)
+    bench.time_interleaved(variants, rounds=2, calls=4, warmup=1)  # int(0.2 * 4) = 0
+    assert counts == {"a": 12, "b": 12}
+    with pytest.raises(ValueError, match="settle"):
+        bench.time_interleaved(variants, rounds=1, calls=1, settle=1.5)
+
+
 def test_clock_synchronizes_on_a_device():
     clock = bench_timing._Clock("cpu")
     wall, cpu = clock.time(lambda: sum(range(1000)), 5)
