@@ -312,11 +312,14 @@ def _execute(notebook: str, out_nb: str, params: dict) -> str:
 
 
 def code_version(notebook: str | Path) -> str:
-    """A hash of what a point's record depends on: the point notebook, this runner and the
-    ``turbogelu`` package's Python sources (the fits, the replays, the error reports). The
-    compiled kernels only time a point, and a time is not compared."""
+    """A hash of what a point's record depends on: the point notebook, this runner, the
+    timing loop it times a point with (``bench_timing.py``: a change to how rows are timed
+    must not leave older times in the table) and the ``turbogelu`` package's Python sources
+    (the fits, the replays, the error reports). The compiled kernels only time a point, and
+    a time is not compared."""
     repo = notebooks.REPO
-    files = [Path(notebook), Path(__file__), *sorted((repo / "turbogelu").rglob("*.py"))]
+    timing = Path(__file__).with_name("bench_timing.py")
+    files = [Path(notebook), Path(__file__), timing, *sorted((repo / "turbogelu").rglob("*.py"))]
     h = hashlib.sha256()
     for f in files:
         h.update(f.resolve().relative_to(repo.resolve()).as_posix().encode() + b"\0")

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, subprocess_env
@@ -226,3 +227,19 @@ def test_explicit_parameters_win_over_the_quick_grid(tmp_path, monkeypatch, caps
     assert got["params"] == {"degree": 8} and got["quick"] is True
     assert cli.main(["sweep", str(f), "-p", "degre=8"]) == 2
     assert "-p degre: not a point parameter" in capsys.readouterr().err
+
+
+def test_code_version_covers_the_timing_loop(monkeypatch):
+    # A point's time_us comes from bench_timing.time_interleaved: changing how rows are timed
+    # must run the points again, not keep times made the old way.
+    nb = sweep.notebooks.REPO / "notebooks/sweep_point.ipynb"
+    before = sweep.code_version(nb)
+    timing = (sweep.notebooks.REPO / "experiments/bench_timing.py").resolve()
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        data = real(self)
+        return data + b"# changed\n" if self.resolve() == timing else data
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    assert sweep.code_version(nb) != before
