@@ -185,6 +185,8 @@ def time_interleaved(
     when the variant is timed alone, not in the one the variant before it left."""
     if rounds < 1 or calls < 1:
         raise ValueError(f"rounds and calls must be >= 1, got {rounds} and {calls}")
+    if not 0 <= settle <= 1:
+        raise ValueError(f"settle must be in [0, 1], got {settle}")
     keys = [v.key for v in variants]
     if len(set(keys)) != len(keys):
         raise ValueError("variant keys must be unique")
@@ -197,8 +199,6 @@ def time_interleaved(
                 v.fn()
     order = list(variants)
     rng = random.Random(seed)
-    if not 0 <= settle <= 1:
-        raise ValueError(f"settle must be in [0, 1], got {settle}")
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
