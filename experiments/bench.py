@@ -13,19 +13,22 @@ Parts (``--parts``, all by default):
   beyond the seed: ``turbogelu (poly)`` and ``turbogelu (cells)`` (each program forced),
   ``turbogelu (Estrin)`` (the polynomial by Estrin), ``torch exact (oneDNN off)``,
   ``torch.compile exact`` (compiled once, before timing) and the limit rows, what moving
-  the same bytes costs: ``limit: copy`` (``out.copy_(x)``, into a preallocated output: the
-  record's ``preallocated_output``) and ``limit: stream copy`` (non-temporal stores) for the
-  forward, ``limit: mul`` (``torch.mul(g, x, out=out)``) and ``limit: stream read2`` for the
-  backward. The limit of a row is the faster of its limit rows. Then every baseline row
-  (torch, torch.compile, limits) is timed again alone, one row at a time, in three fresh
-  processes (``check_alone``; ``--no-alone-check`` skips it, ``--quick`` does unless
-  ``--alone-check``); a row whose interleaved median is more than 10% outside the range of
-  its alone medians is flagged ``baseline_suspect``.
+  the same bytes costs, each into one preallocated output (the record's
+  ``preallocated_output``): ``limit: copy`` (``out.copy_(x)``) and ``limit: stream copy``
+  (non-temporal stores) for the forward, ``limit: mul`` (``torch.mul(g, x, out=out)``) and
+  ``limit: stream read2`` for the backward. The limit of a row is the faster of its limit
+  rows. Then every baseline row (torch, torch.compile, limits) is timed again alone, one row
+  at a time, in three fresh processes (``check_alone``; ``--no-alone-check`` skips it,
+  ``--quick`` does unless ``--alone-check``); a row whose interleaved median is more than 10%
+  outside the range of its alone medians is flagged ``baseline_suspect``.
 * ``sweep``: float32 over sizes from cache- to DRAM-resident (64K, 1M, 4M, 64M, 256M; sizes
   whose tensors do not fit in ``--max-memory`` are skipped, and the output says so), output
   allocated / ``out=`` / in place, 1 thread and all threads; turbogelu, torch exact, limits.
   At 64M (``--sweep-out-sizes``) float16 and bfloat16 (``--sweep-out-dtypes``) add
-  turbogelu's and the limit's ``out=`` rows, interleaved with float32's: the DRAM targets.
+  turbogelu's and the limits' ``out=`` rows, interleaved with float32's: the DRAM targets.
+  The ``out=`` limits include the streaming ones (``_stream_copy.out``, ``_stream_read2.out``):
+  in DRAM a non-temporal store skips the read for ownership, so there the fastest limit is
+  usually the streaming row.
 * ``degree``: operation count against time. Specs of GELU (forward) and GELU' (backward) of
   every compiled degree (2..12), fitted by least squares on [0, R] (R: the exact GELU's
   clamp, ``R_EXACT``), timed through ``turbogelu::poly_gelu`` (the shipped templated kernels

@@ -32,12 +32,13 @@ What is timed, per function (sigmoid, tanh, silu, softcap, swiglu), direction, d
   y[, c])`` (timed on PyTorch's saved tensor, c t for softcap: the same bytes as ours); their
   backward op from x is the ``turbogelu from x`` row (the paper's direct fits are from x).
 * the limit rows, what moving the same bytes costs (a row's limit is the fastest of them):
-  unary forward: ``limit: copy`` (and ``limit: stream copy``, non-temporal stores; allocating
-  only); swiglu's forward and the unary backward (two inputs, one output): ``limit: mul``
-  (and ``limit: stream read2``); swiglu's backward (three inputs, two outputs): ``limit: mul +
-  copy``, ``torch.mul(g, a)`` then a copy of b: two passes that read g, a and b once each
-  and write two outputs, the bytes of the one-pass pair op (and ``limit: stream read2 +
-  copy``, the same with streaming stores).
+  unary forward: ``limit: copy`` (and ``limit: stream copy``, non-temporal stores); swiglu's
+  forward and the unary backward (two inputs, one output): ``limit: mul`` (and ``limit:
+  stream read2``); swiglu's backward (three inputs, two outputs): ``limit: mul + copy``,
+  ``torch.mul(g, a)`` then a copy of b: two passes that read g, a and b once each and write
+  two outputs, the bytes of the one-pass pair op (and ``limit: stream read2 + copy``, the
+  same with streaming stores). With ``out=`` every limit row writes into the row's
+  preallocated output (the streaming ones through the probes' ``.out`` forms).
 
 Sizes: 1,048,576 and the paper's 4,194,304 elements with an allocated output, 67,108,864 with
 ``out=`` (``OUT_FROM``: from this size on every row writes into a preallocated output); the
@@ -301,6 +302,8 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                     ("turbogelu", "turbogelu.swiglu.out(a, b, out=out)",
                      lambda: tg.swiglu.out(x, b, out=out)),
                     ("limit: mul", "torch.mul(a, b, out=out)", lambda: torch.mul(x, b, out=out)),
+                    ("limit: stream read2", "turbogelu_bench._stream_read2.out(a, b, out=out)",
+                     lambda: tb._stream_read2.out(x, b, out=out)),
                 ]  # fmt: skip
             else:
                 rows += [
@@ -315,7 +318,11 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
             raise ValueError(f"unknown function {function!r}; the family: {FUNCTIONS}")
         xl = x
         if out_mode == "out":
-            rows.append(("limit: copy", "out.copy_(x)", lambda: out.copy_(xl)))
+            rows += [
+                ("limit: copy", "out.copy_(x)", lambda: out.copy_(xl)),
+                ("limit: stream copy", "turbogelu_bench._stream_copy.out(x, out=out)",
+                 lambda: tb._stream_copy.out(xl, out=out)),
+            ]  # fmt: skip
         else:
             rows += [
                 ("limit: copy", "torch.empty_like(x).copy_(x)",
@@ -405,6 +412,10 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                 torch.mul(g, x, out=out)
                 out2.copy_(b)
 
+            def limit_swb_stream():
+                tb._stream_read2.out(g, x, out=out)
+                tb._stream_copy.out(b, out=out2)
+
             rows += [
                 ("torch eager",
                  "mul(g, b, out=oa); silu_backward.grad_input(oa, a, grad_input=oa);"
@@ -412,6 +423,8 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                 ("turbogelu", "turbogelu.swiglu_backward.out(g, a, b, grad_a=oa, grad_b=ob)",
                  lambda: tg.swiglu_backward.out(g, x, b, grad_a=out, grad_b=out2)),
                 ("limit: mul + copy", "mul(g, a, out=oa); ob.copy_(b)", limit_swb),
+                ("limit: stream read2 + copy",
+                 "_stream_read2.out(g, a, out=oa); _stream_copy.out(b, out=ob)", limit_swb_stream),
             ]  # fmt: skip
         else:
             rows += [
@@ -429,7 +442,11 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
     else:
         raise ValueError(f"unknown function {function!r}; the family: {FUNCTIONS}")
     if out_mode == "out":
-        rows.append(("limit: mul", "torch.mul(g, x, out=out)", lambda: torch.mul(g, xl, out=out)))
+        rows += [
+            ("limit: mul", "torch.mul(g, x, out=out)", lambda: torch.mul(g, xl, out=out)),
+            ("limit: stream read2", "turbogelu_bench._stream_read2.out(g, x, out=out)",
+             lambda: tb._stream_read2.out(g, xl, out=out)),
+        ]  # fmt: skip
     else:
         rows += [
             ("limit: mul", "torch.mul(g, x)", lambda: torch.mul(g, xl)),
@@ -603,5 +620,5 @@ def run_family(
 
 def _n_methods(size: int) -> int:
     """How many rows ``_calls`` makes for a group (for the progress bar): PyTorch's,
-    turbogelu's and two limit rows (one with out=)."""
-    return 3 if size >= OUT_FROM else 4
+    turbogelu's and two limit rows, plain and streaming (a few groups add a row)."""
+    return 4

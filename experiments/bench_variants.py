@@ -238,7 +238,14 @@ def cpu_threads(device: str, threads: int):
 
 
 # the protocol's limit rows that write into a preallocated output (make_variants)
-LIMITS_INTO_OUT = ("limit: copy", "limit: mul")
+LIMITS_INTO_OUT = ("limit: copy", "limit: mul", "limit: stream copy", "limit: stream read2")
+
+
+def _into(out, op, *args):
+    """``op(*args, out=out)`` for an out= op that returns nothing; returns ``out`` (the
+    protocol's rows return what they computed)."""
+    op(*args, out=out)
+    return out
 
 
 def _labels(**kw) -> dict:
@@ -310,7 +317,7 @@ def make_variants(
             "torch exact (oneDNN off)": lambda: F.gelu(x),
             "torch.compile exact": None,
             "limit: copy": lambda: limit_out.copy_(x),
-            "limit: stream copy": lambda: tb._stream_copy(x),
+            "limit: stream copy": lambda: _into(limit_out, tb._stream_copy.out, x),
         }
     else:
         fns = {
@@ -323,7 +330,7 @@ def make_variants(
             "torch exact (oneDNN off)": lambda: aten.gelu_backward(g, x),
             "torch.compile exact": None,
             "limit: mul": lambda: torch.mul(g, x, out=limit_out),
-            "limit: stream read2": lambda: tb._stream_read2(g, x),
+            "limit: stream read2": lambda: _into(limit_out, tb._stream_read2.out, g, x),
         }
     assert tuple(fns) == METHODS[direction]
     variants = []
@@ -421,6 +428,7 @@ def sweep_variants(
             ("limit: copy", "alloc", lambda: torch.empty_like(x).copy_(x)),
             ("limit: copy", "out", lambda: out.copy_(x)),
             ("limit: stream copy", "alloc", lambda: tb._stream_copy(x)),
+            ("limit: stream copy", "out", lambda: tb._stream_copy.out(x, out=out)),
         ]
     elif direction == "backward":
         rows = [
@@ -431,6 +439,7 @@ def sweep_variants(
             ("limit: mul", "alloc", lambda: torch.mul(g, x)),
             ("limit: mul", "out", lambda: torch.mul(g, x, out=out)),
             ("limit: stream read2", "alloc", lambda: tb._stream_read2(g, x)),
+            ("limit: stream read2", "out", lambda: tb._stream_read2.out(g, x, out=out)),
         ]
     else:
         raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")

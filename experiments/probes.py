@@ -3,8 +3,9 @@
 
 * ``_stream_copy(x)`` and ``_stream_read2(a, b)`` (kernels/cpu/stream_ops.cpp): x's bytes, and
   a's bytes XOR b's, written with streaming stores: the machine's limits for one and two
-  inputs, against which the benchmark measures the kernels; ``_stream_isa()`` says which
-  vector code moves them;
+  inputs, against which the benchmark measures the kernels; their ``.out`` forms write into a
+  preallocated contiguous ``out`` of the input's shape and dtype; ``_stream_isa()`` says
+  which vector code moves them;
 * ``_set_poly_scheme`` ("horner" | "estrin") and ``_set_parallel_grain`` (kernels/cpu/
   gelu_ops.cpp): process-wide switches of the kernels that only the benchmark, the notebooks
   and the tests turn. Each returns the previous value.
@@ -32,11 +33,34 @@ def _stream_copy_fake(x):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.library.register_fake("turbogelu_bench::_stream_read2")
-def _stream_read2_fake(a, b):
+def _check_pair(a, b):
     check_same_device("_stream_read2", a, b=b)
     if a.shape != b.shape or a.dtype != b.dtype:
         raise RuntimeError(
             "turbogelu_bench._stream_read2: a and b must have the same shape and dtype"
         )
+
+
+@torch.library.register_fake("turbogelu_bench::_stream_read2")
+def _stream_read2_fake(a, b):
+    _check_pair(a, b)
     return torch.empty_like(a, memory_format=torch.contiguous_format)
+
+
+def _check_out(like, out, op):
+    check_same_device(op, like, out=out)
+    if out.dtype != like.dtype or out.shape != like.shape:
+        raise RuntimeError(f"turbogelu_bench.{op}: out must have the input's shape and dtype")
+    if not out.is_contiguous():
+        raise RuntimeError(f"turbogelu_bench.{op}: out must be contiguous")
+
+
+@torch.library.register_fake("turbogelu_bench::_stream_copy.out")
+def _stream_copy_out_fake(x, *, out):
+    _check_out(x, out, "_stream_copy")
+
+
+@torch.library.register_fake("turbogelu_bench::_stream_read2.out")
+def _stream_read2_out_fake(a, b, *, out):
+    _check_pair(a, b)
+    _check_out(a, out, "_stream_read2")

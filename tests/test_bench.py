@@ -195,18 +195,28 @@ def test_the_turbogelu_row_is_the_default_program(program):
     assert bench.cpu_program() == tg._cpu_kernel()  # restored: the setting's program again
 
 
-@pytest.mark.parametrize("direction", ["forward", "backward"])
-def test_limit_rows_write_into_one_preallocated_output(direction):
+@pytest.mark.parametrize(
+    "direction, limit",
+    [
+        ("forward", "limit: copy"),
+        ("forward", "limit: stream copy"),
+        ("backward", "limit: mul"),
+        ("backward", "limit: stream read2"),
+    ],
+)
+def test_limit_rows_write_into_one_preallocated_output(direction, limit):
     # An output allocated in the timed region landed in one of two heap blocks in turn in some
     # processes and not in others, which moved a cache-resident copy by 2x between the
     # interleaved protocol and its alone timings; the limit rows now reuse one buffer.
     x, g = bench.make_inputs("float32", SIZE, edges=True)
-    limit = "limit: copy" if direction == "forward" else "limit: mul"
     (v,) = bench.make_variants(direction, "float32", SIZE, methods=[limit])
     first, second = v.fn(), v.fn()
     assert first.data_ptr() == second.data_ptr()
-    want = x if direction == "forward" else g * x
-    torch.testing.assert_close(second, want, rtol=0, atol=0, equal_nan=True)
+    if limit == "limit: stream read2":  # the bytes of g XOR x
+        assert torch.equal(second.view(torch.int32), g.view(torch.int32) ^ x.view(torch.int32))
+    else:
+        want = x if direction == "forward" else g * x
+        torch.testing.assert_close(second, want, rtol=0, atol=0, equal_nan=True)
     assert v.labels["preallocated_output"] is True
     assert v.labels["out_mode"] == "alloc"  # grouped with the protocol's rows for ratios
     (t,) = bench.make_variants(direction, "float32", SIZE, methods=["turbogelu"])
@@ -357,8 +367,10 @@ def test_sweep_adds_16bit_out_rows_at_the_dram_sizes():
         assert {w[1:] for w in wide if w[0] == dt} == {
             (8192, "forward", "turbogelu", "out"),
             (8192, "forward", "limit: copy", "out"),
+            (8192, "forward", "limit: stream copy", "out"),
             (8192, "backward", "turbogelu", "out"),
             (8192, "backward", "limit: mul", "out"),
+            (8192, "backward", "limit: stream read2", "out"),
         }
     recs = bench_report.add_ratios(recs)
     for r in recs:

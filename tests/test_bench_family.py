@@ -36,10 +36,10 @@ LIMITS = {  # (function kind, direction, out mode) -> the limit rows
     ("unary", "backward", "alloc"): {"limit: mul", "limit: stream read2"},
     ("swiglu", "forward", "alloc"): {"limit: mul", "limit: stream read2"},
     ("swiglu", "backward", "alloc"): {"limit: mul + copy", "limit: stream read2 + copy"},
-    ("unary", "forward", "out"): {"limit: copy"},
-    ("unary", "backward", "out"): {"limit: mul"},
-    ("swiglu", "forward", "out"): {"limit: mul"},
-    ("swiglu", "backward", "out"): {"limit: mul + copy"},
+    ("unary", "forward", "out"): {"limit: copy", "limit: stream copy"},
+    ("unary", "backward", "out"): {"limit: mul", "limit: stream read2"},
+    ("swiglu", "forward", "out"): {"limit: mul", "limit: stream read2"},
+    ("swiglu", "backward", "out"): {"limit: mul + copy", "limit: stream read2 + copy"},
 }
 
 
@@ -110,6 +110,10 @@ def test_ratios_are_computed_from_the_medians_within_each_function(quick_rows):
                for line in lines)  # fmt: skip
 
 
+def _bits(t):
+    return t.view(torch.int16 if t.element_size() == 2 else torch.int32)
+
+
 def _inputs(dtype, size=1000):
     return bf.make_family_inputs(dtype, size)
 
@@ -130,11 +134,12 @@ def test_the_out_rows_compute_what_the_allocating_rows_do(dtype):
                 outs[m]()
                 got = (t["out"], t["out2"]) if f == "swiglu" and d == "backward" else t["out"]
                 want = alloc[m]
-                if isinstance(want, tuple):
-                    for a, b in zip(got, want, strict=True):
-                        assert torch.equal(a, b), (f, d, m)
-                else:
-                    assert torch.equal(got, want), (f, d, m)
+                if not isinstance(want, tuple):
+                    got, want = (got,), (want,)
+                for a, b in zip(got, want, strict=True):
+                    if "stream read2" in m:  # XORed bits: NaN patterns among them
+                        a, b = _bits(a), _bits(b)
+                    assert torch.equal(a, b), (f, d, m)
 
 
 @pytest.mark.parametrize("dtype", bf.DTYPES)

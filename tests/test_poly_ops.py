@@ -105,8 +105,11 @@ def test_opcheck():
         x = (torch.randn(257, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
         torch.library.opcheck(tg.poly_gelu, (x, coeffs, clamp, scale))
         torch.library.opcheck(tg.poly_gelu_backward, (torch.ones_like(x), x, coeffs, clamp, scale))
-        torch.library.opcheck(BENCH_OPS._stream_copy, (x,))
-        torch.library.opcheck(BENCH_OPS._stream_read2, (x, x))
+        torch.library.opcheck(BENCH_OPS._stream_copy.default, (x,))
+        torch.library.opcheck(BENCH_OPS._stream_read2.default, (x, x))
+        out = torch.empty_like(x)
+        torch.library.opcheck(BENCH_OPS._stream_copy.out, (x,), {"out": out})
+        torch.library.opcheck(BENCH_OPS._stream_read2.out, (x, x), {"out": out})
 
 
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 100_003])
@@ -117,3 +120,27 @@ def test_stream_probes(n):
     want = (x.view(torch.int32) ^ y.view(torch.int32)).view(torch.float32)
     assert torch.equal(_bits(BENCH_OPS._stream_read2(x, y)), _bits(want))
     assert BENCH_OPS._stream_isa() in ("avx512", "sse2", "none")
+    out = torch.full((n + 1,), 7.0)[1:]  # the out= forms, into a misaligned output too
+    BENCH_OPS._stream_copy.out(x, out=out)
+    assert torch.equal(out, x)
+    BENCH_OPS._stream_read2.out(x, y, out=out)
+    assert torch.equal(_bits(out), _bits(want))
+
+
+def test_stream_probes_out_refuses_a_wrong_output():
+    x = torch.randn(64)
+    for bad, why in [
+        (torch.empty(63), "shape and dtype"),
+        (torch.empty(64, dtype=torch.float64), "shape and dtype"),
+        (torch.empty(128)[::2], "contiguous"),
+        (x, None),  # in place: whole overlap is allowed (each byte read before it is written)
+    ]:
+        for op, args in ((BENCH_OPS._stream_copy.out, (x,)),
+                         (BENCH_OPS._stream_read2.out, (x, x.clone()))):  # fmt: skip
+            if why is None:
+                op(*args, out=bad)
+            else:
+                with pytest.raises(RuntimeError, match=why):
+                    op(*args, out=bad)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        BENCH_OPS._stream_copy.out(x[1:], out=x[:-1])

@@ -6,10 +6,12 @@
 //
 //   _stream_copy(x)      one input, one output: the forward's traffic
 //   _stream_read2(a, b)  two inputs, one output (the bytes of a XOR b): the backward's traffic
+//   and each .out(..., out=): into a preallocated contiguous output
 //
 // The AVX-512 loop is compiled for that target by a function attribute and runs only when
 // cpuid reports it; SSE2 (every x86-64) otherwise; a plain loop elsewhere.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -102,21 +104,49 @@ at::Tensor dense(const at::Tensor& t) {
   return t.is_non_overlapping_and_dense() ? t : t.contiguous();
 }
 
+// The out= forms write into a contiguous `out` of the input's shape and dtype (the benchmark's
+// limit rows at DRAM sizes, where allocating the output would be most of the time).
+void check_out(const at::Tensor& like, const at::Tensor& out, const char* op) {
+  TORCH_CHECK(out.device().is_cpu(), "turbogelu_bench.", op, ": out must be on the CPU");
+  TORCH_CHECK(out.scalar_type() == like.scalar_type() && out.sizes() == like.sizes(),
+              "turbogelu_bench.", op, ": out must have the input's shape and dtype");
+  TORCH_CHECK(out.is_contiguous(), "turbogelu_bench.", op, ": out must be contiguous");
+  at::assert_no_partial_overlap(out, like);
+}
+
+void stream_copy_out_cpu(const at::Tensor& x, const at::Tensor& out) {
+  check_out(x, out, "_stream_copy");
+  const at::Tensor xs = x.contiguous();
+  run(static_cast<const char*>(xs.const_data_ptr()), nullptr,
+      static_cast<char*>(out.mutable_data_ptr()), xs.numel() * xs.element_size());
+}
+
 at::Tensor stream_copy_cpu(const at::Tensor& x) {
   const at::Tensor xs = dense(x);
   at::Tensor out = at::empty_like(xs);
-  run(static_cast<const char*>(xs.const_data_ptr()), nullptr, static_cast<char*>(out.data_ptr()),
-      xs.numel() * xs.element_size());
+  run(static_cast<const char*>(xs.const_data_ptr()), nullptr,
+      static_cast<char*>(out.mutable_data_ptr()), xs.numel() * xs.element_size());
   return out;
 }
 
-at::Tensor stream_read2_cpu(const at::Tensor& a, const at::Tensor& b) {
+void check_pair(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type(),
               "turbogelu_bench._stream_read2: a and b must have the same shape and dtype");
-  at::Tensor as = a.contiguous(), bs = b.contiguous();
-  at::Tensor out = at::empty_like(as);
+}
+
+void stream_read2_out_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  check_pair(a, b);
+  check_out(a, out, "_stream_read2");
+  at::assert_no_partial_overlap(out, b);
+  const at::Tensor as = a.contiguous(), bs = b.contiguous();
   run(static_cast<const char*>(as.const_data_ptr()), static_cast<const char*>(bs.const_data_ptr()),
-      static_cast<char*>(out.data_ptr()), as.numel() * as.element_size());
+      static_cast<char*>(out.mutable_data_ptr()), as.numel() * as.element_size());
+}
+
+at::Tensor stream_read2_cpu(const at::Tensor& a, const at::Tensor& b) {
+  check_pair(a, b);
+  at::Tensor out = at::empty(a.sizes(), a.options());  // contiguous
+  stream_read2_out_cpu(a, b, out);
   return out;
 }
 
@@ -128,12 +158,16 @@ at::Tensor stream_read2_cpu(const at::Tensor& a, const at::Tensor& b) {
 TORCH_LIBRARY(turbogelu_bench, m) {
   m.def("_stream_copy(Tensor x) -> Tensor");
   m.def("_stream_read2(Tensor a, Tensor b) -> Tensor");
+  m.def("_stream_copy.out(Tensor x, *, Tensor(a!) out) -> ()");
+  m.def("_stream_read2.out(Tensor a, Tensor b, *, Tensor(a!) out) -> ()");
   m.def("_stream_isa() -> str", &stream_isa);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu_bench, CPU, m) {
   m.impl("_stream_copy", &stream_copy_cpu);
   m.impl("_stream_read2", &stream_read2_cpu);
+  m.impl("_stream_copy.out", &stream_copy_out_cpu);
+  m.impl("_stream_read2.out", &stream_read2_out_cpu);
 }
 
 }  // namespace turbogelu
