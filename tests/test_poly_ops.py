@@ -119,7 +119,7 @@ def test_stream_probes(n):
     assert torch.equal(BENCH_OPS._stream_copy(x), x)
     want = (x.view(torch.int32) ^ y.view(torch.int32)).view(torch.float32)
     assert torch.equal(_bits(BENCH_OPS._stream_read2(x, y)), _bits(want))
-    assert BENCH_OPS._stream_isa() in ("avx512", "sse2", "none")
+    assert BENCH_OPS._stream_isa() in ("avx512", "avx2", "sse2", "none")
     out = torch.full((n + 1,), 7.0)[1:]  # the out= forms, into a misaligned output too
     BENCH_OPS._stream_copy.out(x, out=out)
     assert torch.equal(out, x)

@@ -11,7 +11,8 @@
 // degrees hold the backward's bounds), against grad * x in the same loop (what the benchmark's `torch.mul` limit row computes). Each with
 // plain and with streaming stores. The coefficients are the shipped ones, truncated: what is
 // timed is the instruction mix.
-// Build and run: bash experiments/cpu_op_costs/run.sh avx2 [N [THREADS [backward]]]
+// float32 forward (forward32): the same form at degree 2 and 8 against the copy loops.
+// Build and run: bash experiments/cpu_op_costs/run.sh avx2 [N [THREADS [backward|forward32]]]
 // (README.md there).
 #include <immintrin.h>
 
@@ -136,7 +137,7 @@ INLINE __m256 dgelu(__m256 x) {
 
 // D < 0: no arithmetic (the conversions only).
 template <class Fmt, int D, bool Stream>
-TARGET void run(const uint16_t* x, uint16_t* o, long n) {
+TARGET void run(const typename Fmt::T* x, typename Fmt::T* o, long n) {
   for (long i = 0; i < n; i += 16) {
     __m256 a, b;
     Fmt::load(x + i, a, b);
@@ -272,6 +273,32 @@ void forward(long n, int threads) {
   free(o);
 }
 
+// The float32 forward (the 64M target's float32 rows): the copy loop plain and streaming (the
+// plain one is what the benchmark's `limit: copy` is, the streaming one its `limit: stream
+// copy`), the shipped form at degree 2 (far below the bound: a floor) and 8 (shipped).
+void forward32(long n, int threads) {
+  float* x = static_cast<float*>(aligned_alloc(64, n * 4));
+  float* o = static_cast<float*>(aligned_alloc(64, n * 4));
+  fill(x, n, 1);
+  std::memset(o, 0, n * 4);
+  using K = void (*)(const float*, float*, long);
+  auto v = [&](const char* name, K k) {
+    return std::make_pair(std::string("f32: ") + name,
+                          Chunk([=](long a, long b) { k(x + a, o + a, b - a); }));
+  };
+  const Variants vs = {
+      v("copy loop", run<F32, -1, false>),
+      v("copy loop, streaming", run<F32, -1, true>),
+      v("degree 2", run<F32, 2, false>),
+      v("degree 2, streaming", run<F32, 2, true>),
+      v("degree 8 (shipped)", run<F32, 8, false>),
+      v("degree 8, streaming", run<F32, 8, true>),
+  };
+  time_and_print(vs, n, threads, 0, 1, "the faster copy loop");
+  free(x);
+  free(o);
+}
+
 // One format's backward rows: grad * x (the mul limit) and grad * gelu'(x) at degree 2 and 8,
 // each with plain and streaming stores, and at degrees 3 to 7 with streaming stores.
 template <class Fmt>
@@ -312,7 +339,9 @@ void backward(const char* name, long n, int threads) {
 int main(int argc, char** argv) {
   const long n = (argc > 1 ? atol(argv[1]) : 1L << 20) / 16 * 16;
   const int threads = argc > 2 ? atoi(argv[2]) : 1;
-  if (argc > 3 && std::strcmp(argv[3], "backward") == 0) {
+  if (argc > 3 && std::strcmp(argv[3], "forward32") == 0) {
+    forward32(n, threads);
+  } else if (argc > 3 && std::strcmp(argv[3], "backward") == 0) {
     backward<F32>("f32", n, threads);
     backward<Bf16>("bf16", n, threads);
     backward<F16>("f16", n, threads);

@@ -3,8 +3,8 @@
 # FMA and F16C):
 #   run.sh [N]       float32, op_costs.cpp
 #   run.sh 16 [N]    bfloat16 and float16, op_costs16.cpp (AVX512-BF16 and F16C too)
-#   run.sh avx2 [N [THREADS [backward]]]   bfloat16 and float16 forward (backward: float32
-#                too) on an AVX2 CPU, op_costs16_avx2.cpp
+#   run.sh avx2 [N [THREADS [backward|forward32]]]   bfloat16 and float16 forward (backward:
+#                float32 too; forward32: the float32 forward) on an AVX2 CPU, op_costs16_avx2.cpp
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/op_costs.cpp"

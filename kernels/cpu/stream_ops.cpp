@@ -8,8 +8,8 @@
 //   _stream_read2(a, b)  two inputs, one output (the bytes of a XOR b): the backward's traffic
 //   and each .out(..., out=): into a preallocated contiguous output
 //
-// The AVX-512 loop is compiled for that target by a function attribute and runs only when
-// cpuid reports it; SSE2 (every x86-64) otherwise; a plain loop elsewhere.
+// The AVX-512 and AVX2 loops are compiled for their targets by function attributes and run
+// only when cpuid reports them; SSE2 (every x86-64) otherwise; a plain loop elsewhere.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -62,6 +62,23 @@ __attribute__((target("avx512f"))) void stream_avx512(const char* a, const char*
   _mm_sfence();
 }
 
+// 32-byte vectors where there is no AVX-512: on an AVX2-only AMD EPYC the SSE2 loop moved two
+// 64M-float inputs and one output 15-20 % slower than this one, so it was not the limit.
+__attribute__((target("avx2"))) void stream_avx2(const char* a, const char* b, char* out,
+                                                 int64_t n) {
+  const int64_t h = head_bytes(out, n);
+  plain(a, b, out, h);
+  int64_t i = h;
+  for (; i + 32 <= n; i += 32) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+    if (b != nullptr)
+      v = _mm256_xor_si256(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), v);
+  }
+  plain(a + i, b == nullptr ? nullptr : b + i, out + i, n - i);
+  _mm_sfence();
+}
+
 void stream_sse2(const char* a, const char* b, char* out, int64_t n) {
   const int64_t h = head_bytes(out, n);
   plain(a, b, out, h);
@@ -80,6 +97,7 @@ void stream_sse2(const char* a, const char* b, char* out, int64_t n) {
 std::string stream_isa() {
 #if TG_STREAM_X86
   if (__builtin_cpu_supports("avx512f")) return "avx512";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
   return "sse2";
 #else
   return "none";
@@ -88,8 +106,9 @@ std::string stream_isa() {
 
 void run(const char* a, const char* b, char* out, int64_t n) {
 #if TG_STREAM_X86
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const auto fn = avx512 ? &stream_avx512 : &stream_sse2;
+  static const auto fn = __builtin_cpu_supports("avx512f") ? &stream_avx512
+                         : __builtin_cpu_supports("avx2")  ? &stream_avx2
+                                                           : &stream_sse2;
 #else
   const auto fn = &plain;
 #endif
