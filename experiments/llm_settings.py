@@ -19,7 +19,7 @@ about 11 minutes (the first sizing, 240 and 60 steps, took 17):
 * throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
   and task, and one profiled step per arm and task.
 
-The wall time measured for ``llm all`` is in ``MEASURED`` (564 s in the reference run; every
+The wall time measured for ``llm all`` is in ``MEASURED`` (667 s in the reference run; every
 result's meta has its own).
 """
 
@@ -56,13 +56,14 @@ QUICK = {
 }
 
 # Measured: the `llm` step of the reference run (`python -m experiments.reproduce`, one
-# thread, on the shared 2-core build machine, an AMD EPYC with AVX2 at 2.4 GHz), 2026-12-02,
-# at these settings: 862 s wall (results/reference/full/reproduce.json). Per protocol (each
-# result's meta.wall_seconds in results/reference/full/llm_*.json): seed 359 s (10 runs), swap
-# 12 s, noise 431 s (50 runs), throughput 49 s. (The Xeon's reference run of 2026-12-01: 534 s;
-# an earlier standalone `llm all` there, with light work beside it, 639 s; the first sizing,
-# 240 and 60 steps, 1012 s.)
-MEASURED = {"all_wall_s": 564, "seed_s": 240, "swap_s": 7, "noise_s": 279, "throughput_s": 31}
+# thread, on the shared 2-core build machine, an AMD EPYC with AVX2 at 2.4 GHz), 2026-12-03,
+# at these settings: 667 s wall (669 s in results/reference/full/reproduce.json). Per protocol
+# (each result's meta.wall_seconds in results/reference/full/llm_*.json): seed 281 s (10 runs),
+# swap 7 s, noise 333 s (50 runs), throughput 39 s. (The same VM type earlier: 564 s that
+# morning, 862 s on 2026-12-02; the Xeon's reference run of 2026-12-01: 534 s; an earlier
+# standalone `llm all` there, with light work beside it, 639 s; the first sizing, 240 and 60
+# steps, 1012 s.)
+MEASURED = {"all_wall_s": 667, "seed_s": 281, "swap_s": 7, "noise_s": 333, "throughput_s": 39}
 
 # The source paper's figures ("Fast Polynomial Transcendentals for LLMs", the seed document
 # /work/shared/seeds/003_0783a5cae37bf496.txt; its README there names it). Each its own table:
