@@ -14,8 +14,12 @@ sizes of FAMILY_SIZES at each 16-byte phase of x, every input and output at anot
 in place, and the gated backward's two outputs at one offset and at two different ones (its
 element-wise second output); and in bfloat16 their packed path (the paper tier, switched on),
 each against itself on aligned copies.
-Prints one line ``memcheck cases: N passed, M failed`` and exits 1 on a mismatch.
-``--quick``: sizes up to 4099 only (the dry run's test in CI).
+Sizes run smallest first, every dtype at each, with a line per size (``size N: ...``, so a
+run killed from outside shows how far it got); at the end one line ``memcheck cases: N
+passed, M failed``; exit 1 on a mismatch. ``--quick``: sizes up to 4099 only (the dry run's
+test in CI). ``--budget SECONDS``: once that long has passed, start no further size and say
+which were not run (``memcheck stopped at its ... budget``): the sanitizer's cost on a GPU
+is not known before a run, and an unfinished run should still say what it covered.
 
 TURBOGELU_TEST_DEVICE=cpu runs it on the CPU kernels (the dry run, where there is no GPU).
 Needs only torch and the extension.
@@ -23,11 +27,15 @@ Needs only torch and the extension.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
-import torch
+T_START = time.monotonic()  # before torch's import, which is slow under the sanitizer
+
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import turbogelu.ops  # noqa: E402  (loads the extension)
@@ -147,8 +155,51 @@ def packed_family_cases(check, base_d, grad_d, b_d, n: int, off: int, what: str)
         check(ok, f"packed swiglu_backward.out {what}")
 
 
+def gelu_cases(check, base, grad, base_d, grad_d, n: int, off: int, what: str):
+    """GELU's five ops at n elements, x at `off` and grad (and out) at another phase, each
+    input in an allocation ending where it does, each output's neighbours untouched; in
+    bfloat16 also its packed path against itself on aligned copies."""
+    dtype = base.dtype
+    goff = (off + 3) % len(OFFSETS)
+    x, g = base[off : off + n], grad[goff : goff + n]
+    xd, gd = at_end(base_d, off, n), at_end(grad_d, goff, n)
+    y = OPS.gelu(x)
+    check(same(OPS.gelu(xd), y), f"gelu {what}")
+    buf = torch.full((goff + n + 8,), 7.0, dtype=dtype, device=DEVICE)
+    OPS.gelu.out(xd, out=buf[goff : goff + n])
+    check(same(buf[goff : goff + n], y), f"gelu.out (out at {goff}) {what}")
+    check(untouched(buf, goff, n), f"gelu.out wrote outside out {what}")
+    whole = base_d[: off + n].clone()
+    OPS.gelu_(whole[off:])
+    check(same(whole[off:], y), f"gelu_ {what}")
+    check(same(whole[:off], base[:off]), f"gelu_ wrote before x {what}")
+    d = OPS.gelu_backward(g, x)
+    check(same(OPS.gelu_backward(gd, xd), d), f"gelu_backward (grad at {goff}) {what}")
+    buf = torch.full((off + n + 8,), 7.0, dtype=dtype, device=DEVICE)
+    OPS.gelu_backward.out(gd, xd, out=buf[off : off + n])
+    check(same(buf[off : off + n], d), f"gelu_backward.out {what}")
+    check(untouched(buf, off, n), f"gelu_backward.out wrote outside out {what}")
+    check(same(OPS.gelu_backward(xd, xd), OPS.gelu_backward(x, x)), f"grad=x {what}")
+    if dtype == torch.bfloat16:
+        xa, ga = xd.clone(), gd.clone()  # fresh, aligned
+        with turbogelu.ops.use_cuda_packed():
+            check(same(OPS.gelu(xd), OPS.gelu(xa)), f"packed gelu {what}")
+            d = OPS.gelu_backward(ga, xa)
+            check(same(OPS.gelu_backward(gd, xd), d), f"packed backward {what}")
+
+
 def main(argv: list[str]) -> int:
-    sizes = [n for n in SIZES if n <= 4099] if "--quick" in argv else SIZES
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="sizes up to 4099 only")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="start no further size once this long has passed since the start (the import "
+        "included); the sizes left out are named. Default: every size",
+    )
+    args = parser.parse_args(argv)
+    sizes = [n for n in SIZES if n <= 4099] if args.quick else list(SIZES)
     if DEVICE == "cuda" and not torch.cuda.is_available():
         print("cuda_memcheck: no CUDA device")
         return 2
@@ -161,49 +212,40 @@ def main(argv: list[str]) -> int:
         else:
             failed += 1
             if failed <= 20:
-                print(f"MISMATCH {what}")
+                print(f"MISMATCH {what}", flush=True)  # kept if the run is killed later
 
     top = sizes[-1] + 2 * len(OFFSETS)
+    data = {}
     for dtype in DTYPES:
-        base = values(top, dtype, 1)
-        grad = values(top, dtype, 2)
-        bvals = values(top, dtype, 3)
-        base_d, grad_d, b_d = base.to(DEVICE), grad.to(DEVICE), bvals.to(DEVICE)
-        for n in sizes:
+        host = tuple(values(top, dtype, seed) for seed in (1, 2, 3))  # x, grad, b
+        data[dtype] = host, tuple(t.to(DEVICE) for t in host)
+    # Sizes outermost, smallest first: the tails and heads of every dtype come before the
+    # grid-strided sizes, so that a run cut short by its budget has covered the most cases.
+    done = []
+    for i, n in enumerate(sizes):
+        for dtype in DTYPES:
+            (base, grad, bvals), (base_d, grad_d, b_d) = data[dtype]
             for off in OFFSETS:
-                goff = (off + 3) % len(OFFSETS)  # the gradient (and out) at another phase
-                x, g = base[off : off + n], grad[goff : goff + n]
-                xd, gd = at_end(base_d, off, n), at_end(grad_d, goff, n)
                 what = f"{str(dtype)[6:]} n={n} offset={off}"
-                y = OPS.gelu(x)
-                check(same(OPS.gelu(xd), y), f"gelu {what}")
-                buf = torch.full((goff + n + 8,), 7.0, dtype=dtype, device=DEVICE)
-                OPS.gelu.out(xd, out=buf[goff : goff + n])
-                check(same(buf[goff : goff + n], y), f"gelu.out (out at {goff}) {what}")
-                check(untouched(buf, goff, n), f"gelu.out wrote outside out {what}")
-                whole = base_d[: off + n].clone()
-                OPS.gelu_(whole[off:])
-                check(same(whole[off:], y), f"gelu_ {what}")
-                check(same(whole[:off], base[:off]), f"gelu_ wrote before x {what}")
-                d = OPS.gelu_backward(g, x)
-                check(same(OPS.gelu_backward(gd, xd), d), f"gelu_backward (grad at {goff}) {what}")
-                buf = torch.full((off + n + 8,), 7.0, dtype=dtype, device=DEVICE)
-                OPS.gelu_backward.out(gd, xd, out=buf[off : off + n])
-                check(same(buf[off : off + n], d), f"gelu_backward.out {what}")
-                check(untouched(buf, off, n), f"gelu_backward.out wrote outside out {what}")
-                check(same(OPS.gelu_backward(xd, xd), OPS.gelu_backward(x, x)), f"grad=x {what}")
-                if n in FAMILY_SIZES and off < 16 // x.element_size():  # (each phase once)
+                gelu_cases(check, base, grad, base_d, grad_d, n, off, what)
+                if n in FAMILY_SIZES and off < 16 // base.element_size():  # (each phase once)
                     family_cases(check, base, grad, bvals, base_d, grad_d, b_d, n, off, what)
                 if dtype == torch.bfloat16 and n in FAMILY_SIZES:
                     packed_family_cases(check, base_d, grad_d, b_d, n, off, what)
-                if dtype == torch.bfloat16:
-                    xa, ga = xd.clone(), gd.clone()  # fresh, aligned
-                    with turbogelu.ops.use_cuda_packed():
-                        check(same(OPS.gelu(xd), OPS.gelu(xa)), f"packed gelu {what}")
-                        d = OPS.gelu_backward(ga, xa)
-                        check(same(OPS.gelu_backward(gd, xd), d), f"packed backward {what}")
         if DEVICE == "cuda":
             torch.cuda.synchronize()
+        done.append(n)
+        elapsed = time.monotonic() - T_START
+        print(f"size {n}: {passed} passed, {failed} failed so far, {elapsed:.1f} s", flush=True)
+        left = sizes[i + 1 :]
+        if args.budget is not None and left and elapsed > args.budget:
+            print(f"memcheck cases: {passed} passed, {failed} failed (device {DEVICE})")
+            ran = f"size {n}" if len(done) == 1 else f"sizes {done[0]} to {n}"
+            print(
+                f"memcheck stopped at its {args.budget:.0f} s budget: {ran} run,"
+                f" {', '.join(map(str, left))} not run"
+            )
+            return 1 if failed else 0
     print(f"memcheck cases: {passed} passed, {failed} failed (device {DEVICE})")
     return 1 if failed else 0
 

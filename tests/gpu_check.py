@@ -5,6 +5,8 @@
     python tests/gpu_check.py fresh        # exit 0: turbogelu._C imports and is up to date
     python tests/gpu_check.py resources    # the kernels' registers (markdown), see below
     python tests/gpu_check.py junit FILE   # counts and failures of a JUnit XML (markdown)
+    python tests/gpu_check.py prefetch     # the tests' nvcc compiles into $GPU_CHECK_NVCC_CACHE
+    python tests/gpu_check.py memcheck LOG --rc N --mode M   # the memcheck step's verdict
 
 Resources: ``cuobjdump --dump-resource-usage`` of the built extension when it holds CUDA code
 and a cuobjdump is found (the toolkit's, the PATH's, or the copy inside triton); else the
@@ -19,12 +21,15 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import importlib.util
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -254,23 +259,115 @@ def _nvcc_path() -> str:
     return f"{home}/bin/nvcc"
 
 
+# A folder for nvcc's outputs (tests/gpu_check.sh sets it on the GPU machine and fills it
+# in the background while the extension builds, which leaves most of the cores idle): the
+# PTX and ptxas tests of test_cuda.py and test_cuda_family.py then read their four compiles
+# (about 45 s of one core) instead of running them inside the tests step's time limit.
+NVCC_CACHE_ENV = "GPU_CHECK_NVCC_CACHE"
+PREFETCH_WAIT = 90  # s: the most a test waits for a compile the prefetch started (~25 s here)
+
+
+def _nvcc_key(cmd: list[str]) -> str:
+    """The command and every kernel source's bytes (what the .cu files can include)."""
+    h = hashlib.sha256(json.dumps(cmd).encode())
+    for path in sorted((ROOT / "kernels").rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _running(pending: Path) -> bool:
+    """Whether the process named in a .pending file (the prefetch) is still alive."""
+    try:
+        os.kill(int(pending.read_text()), 0)
+        return True
+    except (OSError, ValueError):  # no file, no such process, or not a pid
+        return False
+
+
+def run_nvcc(cmd: list[str], timeout: float, wait: bool = True) -> tuple[str, str]:
+    """(stdout, stderr) of an nvcc command that must succeed; through $GPU_CHECK_NVCC_CACHE
+    when set: a result there is reused, one that the prefetch is running (a .pending file
+    naming a live process) is waited for (`wait`), up to PREFETCH_WAIT, before compiling here
+    after all."""
+    folder = os.environ.get(NVCC_CACHE_ENV)
+    if not folder:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+        return done.stdout, done.stderr
+    key = _nvcc_key(cmd)
+    result, pending = Path(folder) / f"{key}.json", Path(folder) / f"{key}.pending"
+    deadline = time.monotonic() + PREFETCH_WAIT
+    while wait and not result.exists() and _running(pending) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if result.exists():
+        try:
+            out = json.loads(result.read_text())
+            return out["stdout"], out["stderr"]
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged entry: compile again
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    tmp = result.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"cmd": cmd, "stdout": done.stdout, "stderr": done.stderr}))
+    os.replace(tmp, result)  # whole or absent, for a reader in another process
+    return done.stdout, done.stderr
+
+
+def resources_cmd(arch: str = "sm_90", source: Path = KERNELS_CU) -> list[str]:
+    """Compile `source` to a cubin (discarded), printing ptxas's resource usage."""
+    return [_nvcc_path(), "-cubin", f"-arch={arch}", *nvcc_device_flags(),
+            "--resource-usage", str(source), "-o", os.devnull]  # fmt: skip
+
+
+def ptx_cmd(source: Path, arch: str = "compute_90") -> list[str]:
+    return [_nvcc_path(), "-ptx", f"-arch={arch}", *nvcc_device_flags(), str(source), "-o", "-"]
+
+
 def compile_resources(
     arch: str = "sm_90", timeout: float = 120, source: Path = KERNELS_CU
 ) -> dict[str, dict]:
-    """Compile `source` (gelu_kernels.cu) to a cubin (discarded) and read ptxas's resource
-    usage."""
-    cmd = [_nvcc_path(), "-cubin", f"-arch={arch}", *nvcc_device_flags(),
-           "--resource-usage", str(source), "-o", os.devnull]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
-    return parse_ptxas(done.stdout + done.stderr, arch)
+    """ptxas's resource usage of `source` (gelu_kernels.cu) compiled for `arch`."""
+    out, err = run_nvcc(resources_cmd(arch, source), timeout)
+    return parse_ptxas(out + err, arch)
 
 
 def compile_ptx(source: Path, arch: str = "compute_90", timeout: float = 300) -> dict[str, str]:
     """{mangled kernel name: its PTX body} of `source`, compiled with the build's flags."""
-    cmd = [_nvcc_path(), "-ptx", f"-arch={arch}", *nvcc_device_flags(), str(source), "-o", "-"]
-    ptx = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout).stdout
+    ptx, _ = run_nvcc(ptx_cmd(source, arch), timeout)
     parts = re.split(r"^\.visible \.entry |^\.entry ", ptx, flags=re.M)[1:]
     return {p.split("(", 1)[0]: p for p in parts}
+
+
+def prefetch_nvcc() -> int:
+    """Run the tests' four nvcc compiles at once into $GPU_CHECK_NVCC_CACHE (marking each
+    .pending while it runs, so that a test asking for it meanwhile waits rather than compiles
+    it a second time). 0 when all four are there."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    folder = os.environ.get(NVCC_CACHE_ENV)
+    if not folder:
+        print(f"prefetch: {NVCC_CACHE_ENV} is not set")
+        return 2
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    cmds = [ptx_cmd(KERNELS_CU), ptx_cmd(FAMILY_CU)]
+    cmds += [resources_cmd(source=s) for s in CUDA_SOURCES]
+    pending = [Path(folder) / f"{_nvcc_key(c)}.pending" for c in cmds]
+    for path in pending:
+        path.write_text(str(os.getpid()))
+
+    def one(i: int) -> str:
+        t, what = time.monotonic(), f"{cmds[i][1]} {Path(cmds[i][-3]).name}"
+        try:
+            run_nvcc(cmds[i], timeout=120, wait=False)
+            return f"ok in {time.monotonic() - t:.0f} s: {what}"
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"FAILED ({type(e).__name__}): {what}: {e}"
+        finally:
+            pending[i].unlink(missing_ok=True)
+
+    with ThreadPoolExecutor(len(cmds)) as pool:
+        lines = list(pool.map(one, range(len(cmds))))
+    print("\n".join(lines))
+    return 0 if all(line.startswith("ok") for line in lines) else 1
 
 
 def extension_resources(so: Path, cuobjdump: str) -> dict[str, dict]:
@@ -427,6 +524,62 @@ def render_resources(source: str, usage: dict[str, dict]) -> str:
 # ------------------------------------------------------------------ JUnit
 
 
+# ------------------------------------------------------------------ the memcheck step
+
+# What compute-sanitizer --tool memcheck prints for a bad access by a kernel (its lines start
+# with "========="); the program's own lines (size ..., MISMATCH ..., memcheck ...) are not it.
+ACCESS_ERROR = re.compile(
+    r"^=+ .*(invalid __global__|invalid __shared__|invalid __local__|misaligned|out of bounds"
+    r"|illegal address|illegal memory access)",
+    re.I,
+)
+TIMED_OUT = (124, 137)  # timeout(1): out of time, or killed after it
+NOT_RUN = 125  # tests/gpu_check.sh: no time left to start the step
+
+
+def memcheck_verdict(log: str, rc: int, mode: str) -> tuple[bool, str, list[str]]:
+    """(passed, the steps table's cell, notes) for the memcheck step, from its log and exit
+    status. mode: "sanitizer" (compute-sanitizer around tests/cuda_memcheck.py), "bare" (the
+    cases alone on the GPU: no sanitizer found) or "dry" (on the CPU).
+
+    A mismatch of the cases or a bad access the sanitizer saw fails it; so does a run that did
+    not finish (no final count, or no sanitizer summary). The sanitizer's exit status alone
+    does not: it also counts failed CUDA API calls made by torch, which are no access of the
+    kernels. A run the cases' --budget cut short passes, marked PARTIAL, with a note naming
+    the sizes it left out."""
+    lines = log.splitlines()
+    cases = next((x for x in lines if x.startswith("memcheck cases:")), "")
+    counts = re.match(r"memcheck cases: (\d+) passed, (\d+) failed", cases)
+    stopped = next((x for x in lines if x.startswith("memcheck stopped")), "")
+    mismatches = sum(x.startswith("MISMATCH") for x in lines)
+    access = sum(bool(ACCESS_ERROR.match(x)) for x in lines)
+    summary = next((m[0] for x in lines if (m := re.search(r"ERROR SUMMARY: \d+ errors?", x))), "")
+    last = next((x for x in reversed(lines) if x.startswith("size ")), "no size finished")
+    notes = [f"- PARTIAL memcheck: {stopped.removeprefix('memcheck ')}"] if stopped else []
+    partial = ", PARTIAL" if stopped else ""
+    if mode == "bare":
+        notes.append("- WARNING: no compute-sanitizer found: the cases ran without it, so")
+        notes.append("  memcheck was not done (only the cases' own comparisons)")
+    failed = int(counts[2]) if counts else 0
+    if access or mismatches or failed:
+        what = cases or f"the cases did not finish ({last})"
+        bad = f"; {access} invalid or misaligned accesses; {summary or 'no error summary'}"
+        return False, f"FAILED: {what}{bad if mode == 'sanitizer' else ''}", notes
+    if rc in TIMED_OUT or rc == NOT_RUN or not counts or (mode == "sanitizer" and not summary):
+        word = {NOT_RUN: "NOT RUN (no time left)"}.get(
+            rc, "TIMED OUT" if rc in TIMED_OUT else "FAILED"
+        )
+        return False, f"{word}: did not finish ({last}; see memcheck.log)", notes
+    if mode != "sanitizer" and rc != 0:
+        return False, f"FAILED (exit {rc}): {cases}", notes
+    where = {
+        "sanitizer": f"no invalid access; {summary}(s) in all (API calls included)",
+        "bare": "the cases ran WITHOUT the sanitizer (compute-sanitizer not found)",
+        "dry": "tests/cuda_memcheck.py on the CPU, no sanitizer",
+    }[mode]
+    return True, f"ok{partial}: {cases.removeprefix('memcheck cases: ')}; {where}", notes
+
+
 def junit_summary(path: str) -> str:
     """'N passed, N failed, N errors, N skipped' and the failures and skips, as markdown."""
     try:
@@ -464,6 +617,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("build", help="setup.py build_ext --inplace, MAX_JOBS sources at a time")
     sub.add_parser("fresh", help="exit 0 when turbogelu._C imports and is up to date")
     sub.add_parser("resources", help="the kernels' registers, as markdown")
+    sub.add_parser("prefetch", help=f"the tests' nvcc compiles into ${NVCC_CACHE_ENV}")
+    m = sub.add_parser("memcheck", help="the memcheck step's verdict from its log")
+    m.add_argument("log")
+    m.add_argument("--rc", type=int, required=True, help="the step's exit status")
+    m.add_argument("--mode", choices=("sanitizer", "bare", "dry"), required=True)
     j = sub.add_parser("junit", help="counts and failures of a JUnit XML")
     j.add_argument("file")
     args = p.parse_args(argv)
@@ -476,6 +634,16 @@ def main(argv: list[str] | None = None) -> int:
         ok, why = fresh()
         print(why)
         return 0 if ok else 1
+    if args.cmd == "prefetch":
+        return prefetch_nvcc()
+    if args.cmd == "memcheck":
+        try:
+            log = Path(args.log).read_text(errors="replace")
+        except OSError as e:
+            log = f"(no log: {e})"
+        passed, cell, notes = memcheck_verdict(log, args.rc, args.mode)
+        print("\n".join([cell, *notes]))
+        return 0 if passed else 1
     if args.cmd == "resources":
         try:
             source, usage = resources()

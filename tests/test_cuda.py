@@ -144,14 +144,9 @@ def _nvcc() -> str | None:
 @pytest.fixture(scope="module")
 def ptx_kernels() -> dict[str, str]:
     """{mangled kernel name: its PTX body}, compiled (about 3 s) with the build's flags."""
-    nvcc = _nvcc()
-    if nvcc is None:
+    if _nvcc() is None:
         pytest.skip("no CUDA toolkit")
-    cmd = [nvcc, "-ptx", "-arch=compute_90", *gpu_check.nvcc_device_flags(),
-           str(gpu_check.KERNELS_CU), "-o", "-"]  # fmt: skip
-    ptx = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300).stdout
-    parts = re.split(r"^\.visible \.entry |^\.entry ", ptx, flags=re.M)[1:]
-    return {p.split("(", 1)[0]: p for p in parts}
+    return gpu_check.compile_ptx(gpu_check.KERNELS_CU)
 
 
 KUNROLL = 2  # kUnroll in elementwise.cuh: 16-byte packs per thread per loop trip
