@@ -92,14 +92,19 @@ NOTES=()     # lines under it
 
 # ---------------------------------------------------------------- helpers
 
+# limit_of LIMIT: a step's time limit now, min(LIMIT, what is left of the budget).
+limit_of() {
+  local left=$((BUDGET - (SECONDS - T0)))
+  echo $(($1 < left ? $1 : left))
+}
+
 # step NAME LIMIT CMD...: CMD's output to the terminal and $LOG/NAME.log, under a time limit of
 # min(LIMIT, what is left of the budget). Sets RC (124 or 137: out of time; 125: no time was
 # left to start it) and SECS.
 step() {
-  local name="$1" limit="$2"
+  local name="$1" limit
+  limit=$(limit_of "$2")
   shift 2
-  local left=$((BUDGET - (SECONDS - T0)))
-  ((limit > left)) && limit=$left
   LIMIT=$limit
   if ((limit < 5)); then
     echo "not started: no time left in the ${BUDGET} s budget" >"$LOG/$name.log"
@@ -113,12 +118,6 @@ step() {
   timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$LOG/$name.log"
   RC=${PIPESTATUS[0]}
   SECS=$((SECONDS - t))
-}
-
-# limit_of LIMIT: the time limit step would give now, min(LIMIT, what is left of the budget).
-limit_of() {
-  local left=$((BUDGET - (SECONDS - T0)))
-  echo $(($1 < left ? $1 : left))
 }
 
 # row NAME RESULT: a line of the steps table (with the last step's time and limit).
@@ -374,16 +373,16 @@ MEMCHECK=("$PY" tests/cuda_memcheck.py --budget $((MEMCHECK_LIMIT > 40 ? MEMCHEC
 if [[ $DRY -eq 1 ]]; then
   MODE=dry
   # shellcheck disable=SC2046
-  step memcheck 90 env TURBOGELU_TEST_DEVICE=cpu "${MEMCHECK[@]}" \
+  step memcheck "$MEMCHECK_LIMIT" env TURBOGELU_TEST_DEVICE=cpu "${MEMCHECK[@]}" \
     $([[ -n "${GPU_CHECK_QUICK:-}" ]] && echo --quick)
 elif [[ -z "$SANITIZER" ]]; then
   MODE=bare
-  step memcheck 90 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${MEMCHECK[@]}"
+  step memcheck "$MEMCHECK_LIMIT" env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${MEMCHECK[@]}"
 else
   MODE=sanitizer
   # Without the caching allocator every tensor is its own allocation, whose bounds the
   # sanitizer knows (inside one of the allocator's blocks an overrun goes unseen).
-  step memcheck 90 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+  step memcheck "$MEMCHECK_LIMIT" env PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
     "$SANITIZER" --tool memcheck --error-exitcode 99 "${MEMCHECK[@]}"
 fi
 # Judged from the log (tests/gpu_check.py memcheck): the cases' mismatches, the sanitizer's
