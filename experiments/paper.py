@@ -243,11 +243,21 @@ class Filled:
 
 
 def fill(
-    source: str, results_dir: Path = RESULTS, *, strict: bool = True, quick: bool = False
+    source: str,
+    results_dir: Path = RESULTS,
+    *,
+    strict: bool = True,
+    quick: bool = False,
+    figure_href: Callable[[Path], str] | None = None,
+    tables: dict[str, Callable[[_Results], str]] | None = None,
 ) -> Filled:
     """Replace every placeholder from the results of mode ``quick``; with ``strict`` a missing
-    result raises ``Missing`` (listing all of them), else it is shown as ``[missing: ...]``."""
+    result raises ``Missing`` (listing all of them), else it is shown as ``[missing: ...]``.
+    ``figure_href``: the link a figure's file gets (default ``figures/<name>``, where ``build``
+    copies it). ``tables``: generated tables besides ``TABLES``."""
     results = _Results(Path(results_dir), quick)
+    results.figure_href = figure_href or (lambda path: f"figures/{path.name}")
+    results.tables = {**TABLES, **(tables or {})}
     out: list[str] = []
     filled = Filled("")
     pos = n = 0
@@ -276,9 +286,9 @@ def _expand(body: str, results: _Results, filled: Filled) -> str:
     kind = kind.strip()
     if kind == "table":
         name = rest.strip()
-        if name not in TABLES:
-            raise ValueError(f"unknown table {name!r}; known: {sorted(TABLES)}")
-        return TABLES[name](results).rstrip("\n")
+        if name not in results.tables:
+            raise ValueError(f"unknown table {name!r}; known: {sorted(results.tables)}")
+        return results.tables[name](results).rstrip("\n")
     if kind == "figure":
         rel, _, caption = rest.partition("|")
         rel = rel.strip().replace("{sweep}", sweep_name(results.quick))
@@ -290,7 +300,8 @@ def _expand(body: str, results: _Results, filled: Filled) -> str:
         filled.figures.append(path)
         # numbered in order; pandoc shows an image alone in its paragraph as a figure with
         # this text as its visible caption
-        return f"![Figure {len(filled.figures)}: {caption.strip()}](figures/{path.name})"
+        href = results.figure_href(path)
+        return f"![Figure {len(filled.figures)}: {caption.strip()}]({href})"
     expr, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
     value = eval(expr, {"__builtins__": {}}, results)  # noqa: S307 (the functions: _Results)
     if isinstance(value, _View):
