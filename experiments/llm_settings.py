@@ -65,8 +65,9 @@ QUICK = {
 # steps, 1012 s.)
 MEASURED = {"all_wall_s": 667, "seed_s": 281, "swap_s": 7, "noise_s": 333, "throughput_s": 39}
 
-# The source paper's figures ("Fast Polynomial Transcendentals for LLMs", the seed document
-# /work/shared/seeds/003_0783a5cae37bf496.txt; its README there names it). Each its own table:
+# The source paper's figures ("Fast Polynomial Transcendentals for LLMs", R. Hu, Graphcore
+# Research, 2026: reference 2 of paper/paper.md; seed document 003_0783a5cae37bf496). Each its
+# own table:
 # Table 7: paired pre-training at ~100 billion tokens, EWM training loss (half-life 1 billion
 # tokens), polynomial minus native; one paired trajectory per task (no interval).
 PAPER_TABLE7 = {

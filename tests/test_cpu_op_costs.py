@@ -49,3 +49,46 @@ def test_backward_degree_margin(degree, clamp, within):
         exact = reference.gelu_grad(x.astype(np.float64), "none")
         margin = bd.margin16(part, fmt, x, exact)
         assert (margin >= 0) == within, (fmt, margin)
+
+
+def _float_literals(source: str, name: str) -> list[float]:
+    """The float literals of `const float NAME = v;` or `const float NAME[n] = {...};` in a
+    source of experiments/cpu_op_costs/ (a declaration may name several constants)."""
+    import re
+
+    text = (HERE / source).read_text()
+    m = re.search(rf"\b{name}(?:\[\d+\])?\s*=\s*(\{{[^}}]*\}}|[^,;]+)", text)
+    assert m, f"{source}: no constant {name}"
+    return [float(v) for v in re.findall(r"-?\d+\.\d*(?:e-?\d+)?", m.group(1))]
+
+
+def _f32(value: float) -> float:
+    return float(np.float32(value))
+
+
+@pytest.mark.parametrize(
+    ("source", "spec_file", "constants"),
+    [
+        ("op_costs.cpp", "cells/gelu_none.json", {"kScale": "scale", "kClamp": "clamp"}),
+        ("op_costs16.cpp", "cells/gelu_none.json", {"kScale": "scale", "kClamp": "clamp"}),
+        ("op_costs16_avx2.cpp", "gelu_exact.json", {"kScale": "scale", "kClamp": "clamp"}),
+    ],
+)
+def test_microbenchmark_constants_are_the_specs(source, spec_file, constants):
+    """The clamp and scale literals are the spec's float32 values exactly (a drifted digit
+    times a different program than the one its comment names); the AVX2 source's
+    coefficients are the spec's truncated to their printed digits (within 1e-8)."""
+    import json
+
+    spec = json.loads((HERE.parents[1] / "data" / "specs" / spec_file).read_text())
+    for name, key in constants.items():
+        (value,) = _float_literals(source, name)
+        want = float.fromhex(spec["forward"][key])
+        assert _f32(value) == want, f"{source}: {name} = {value!r}, {spec_file} says {want!r}"
+    if source == "op_costs16_avx2.cpp":
+        for name, part in (("kCoeffs", "forward"), ("kDerivCoeffs", "backward_direct")):
+            got = _float_literals(source, name)
+            want = [float.fromhex(c) for c in spec[part]["coefficients"]]
+            assert len(got) == len(want) and np.allclose(got, want, rtol=0, atol=1e-8), (
+                f"{source}: {name} = {got}, {spec_file} {part} says {want}"
+            )

@@ -191,8 +191,9 @@ def test_submodules_are_reachable_without_importing_them():
 
 
 def test_the_product_never_imports_the_harness():
-    """One arrow (README's layout, DESIGN.md): experiments/ imports turbogelu, never the
-    reverse; checked on every import statement of the product's source."""
+    """One arrow between the two packages: experiments/ (the research harness) imports
+    turbogelu (the product), never the reverse; checked on every import statement of the
+    product's source."""
     import ast
 
     offenders = []

@@ -23,7 +23,7 @@
 namespace {
 
 float table[4][32];
-const float kScale = 2.9f, kClamp = 5.1724f, kOffset = 16.0f + 1.5f * 8388608.0f;
+const float kScale = 2.9f, kClamp = 5.1724138f, kOffset = 16.0f + 1.5f * 8388608.0f;
 
 // One loop per variant; the body (the variadic part: it may hold commas) maps the __m512 `v`
 // in place. VSTORE is the store of the variants defined after it: _mm512_storeu_ps (plain) or

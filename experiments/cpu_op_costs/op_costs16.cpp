@@ -24,7 +24,7 @@
 namespace {
 
 float table[4][32];
-const float kScale = 2.9f, kClamp = 5.1724f, kOffset = 16.0f + 1.5f * 8388608.0f;
+const float kScale = 2.9f, kClamp = 5.1724138f, kOffset = 16.0f + 1.5f * 8388608.0f;
 
 // The two widenings and roundings the library uses: bfloat16 by a 16-bit shift and
 // vcvtne2ps2bf16 / vcvtneps2bf16 (AVX512-BF16), float16 by vcvtph2ps / vcvtps2ph (F16C).

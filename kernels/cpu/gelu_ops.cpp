@@ -127,7 +127,7 @@ std::vector<std::string> cpu_isas() { return available_isas(); }
 
 // ---------------------------------------------------------------- polynomial scheme
 
-// Horner is the default: `python -m turbogelu bench` times both schemes in the same process
+// Horner is the default: `python -m experiments bench` times both schemes in the same process
 // (the "turbogelu (Estrin)" rows), and on the AVX-512 build machine Horner is the faster
 // (fewer operations; out-of-order execution overlaps independent elements, so the long
 // dependency chain costs little). Estrin stays selectable for the benchmark.
@@ -409,7 +409,7 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
 }
 
 // Grain of at::parallel_for: tensors of up to this many elements run on one thread, larger
-// ones are split into chunks of at least this size. `python -m turbogelu bench --grain`
+// ones are split into chunks of at least this size. `python -m experiments bench --grain`
 // (float32 forward, 1 vs 2 threads) on the 2-core build machine: 2 threads lose at 4K
 // (0.89x), break even at 8K-16K and win from 32K (1.12x; 1.30x at 64K). A grain of 16K
 // splits from 32K elements on.

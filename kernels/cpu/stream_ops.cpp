@@ -2,7 +2,7 @@
 // non-temporal (streaming) stores, which write whole cache lines to memory without first
 // reading them (no read-for-ownership) and without evicting the inputs from the caches.
 // Where the output does not fit in the caches that is faster than an ordinary copy, so the
-// machine's limit for a large tensor is the faster of the two (python -m turbogelu bench).
+// machine's limit for a large tensor is the faster of the two (python -m experiments bench).
 //
 //   _stream_copy(x)      one input, one output: the forward's traffic
 //   _stream_read2(a, b)  two inputs, one output (the bytes of a XOR b): the backward's traffic

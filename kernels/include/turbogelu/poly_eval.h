@@ -54,7 +54,8 @@ struct PolyCoeffs {
 };
 
 // How to evaluate P: Horner (fewest operations, one dependency chain) or Estrin (more
-// operations, short chains). Which is faster is measured (turbogelu bench), not assumed.
+// operations, short chains). Which is faster is measured (python -m experiments bench), not
+// assumed.
 enum class Scheme { Horner, Estrin };
 
 // The table of the CPU's "cells" kernel (gelu_forward_cells below; turbogelu/approx/cells.py).
@@ -119,7 +120,7 @@ TG_HD TG_INLINE V eval_poly(V z, const float* c) {
     return p;
   } else {
     // Estrin: t[i] = c[2i] + c[2i+1] z, then pairs of those with z^2, z^4, ...; an odd one
-    // out is carried up unchanged. approx/replay.py builds the same tree.
+    // out is carried up unchanged. turbogelu/approx/replay.py builds the same tree.
     V t[N];
     TG_UNROLL
     for (int k = 0; k < N; ++k) t[k] = tg_splat(V{}, c[k]);
@@ -141,7 +142,7 @@ TG_HD TG_INLINE V eval_poly(V z, const float* c) {
 
 // The window |x| <= R is decided on y = fl(x*x) <= fl(R*R): y is computed anyway, one
 // comparison covers both signs, and NaN compares false (so it stays in the polynomial and
-// stays NaN). approx/replay.py decides it the same way.
+// stays NaN). turbogelu/approx/replay.py decides it the same way.
 template <class V>
 struct Bracket {
   V y;      // x*x
@@ -209,7 +210,8 @@ TG_INLINE int tg_cell(float xi, const CellTable& t) {
   return static_cast<int>(bits & (kCells - 1));
 }
 // float64: rint(centre + xi*scale) in double, the centre being offset - 1.5*2^23 (16 for
-// GELU's cells, 0 for the family's; approx/cells.py's and family_cells.py's float64 replays).
+// GELU's cells, 0 for the family's; turbogelu/approx/cells.py's and family_cells.py's float64
+// replays).
 TG_INLINE int tg_cell(double xi, const CellTable& t) {
   const double centre = static_cast<double>(t.offset) - 0x1.8p23;
   const double s = std::nearbyint(xi * static_cast<double>(t.scale) + centre);
