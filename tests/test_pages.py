@@ -79,3 +79,27 @@ def test_check_command_reports_a_stale_page(tmp_path, monkeypatch, capsys):
     assert pages.main([]) == 0
     assert pages.main(["--check"]) == 0
     assert "machine: " in (tmp_path / "docs" / "page.md").read_text()
+
+
+def test_the_readme_example_runs(tmp_path):
+    # the front page's example is what a new user pastes first: it must run as written
+    import re
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert blocks, "README.md has no python example"
+    script = tmp_path / "example.py"
+    script.write_text("\n".join(blocks))
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "'program'" in proc.stdout  # cpu_program() printed
