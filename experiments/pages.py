@@ -2,7 +2,8 @@
 committed reference run.
 
 Each page has a template in ``docs/templates/`` (``README.md`` there is the repository's front
-page, any other ``NAME.md`` becomes ``docs/NAME.md``) written with the paper's placeholders
+page, ``notebooks.md`` is ``notebooks/README.md``, any other ``NAME.md`` becomes
+``docs/NAME.md``) written with the paper's placeholders
 (``experiments/paper.py``: ``{{ expr : spec }}``, ``{{ table: name }}``, ``{{ figure: path |
 caption }}``), filled from ``results/reference/full/`` rather than from a new run: a page states
 what the reference run measured, so a figure changes only when the reference does. A figure's
@@ -30,9 +31,13 @@ TEMPLATES = ROOT / "docs" / "templates"
 REFERENCE = ROOT / "results" / "reference" / "full"
 
 
+# Templates whose page is not docs/<name>: the front page, and the notebooks' index beside them.
+ELSEWHERE = {"README.md": "README.md", "notebooks.md": "notebooks/README.md"}
+
+
 def target(template: Path) -> Path:
-    """Where a template's page goes: README.md at the root, the others under docs/."""
-    return ROOT / "README.md" if template.name == "README.md" else ROOT / "docs" / template.name
+    """Where a template's page goes: ``ELSEWHERE``, else docs/<name>."""
+    return ROOT / ELSEWHERE.get(template.name, f"docs/{template.name}")
 
 
 def _header(template: Path) -> str:
