@@ -19,8 +19,8 @@ about 11 minutes (the first sizing, 240 and 60 steps, took 17):
 * throughput: ``THROUGHPUT_ROUNDS`` alternating rounds of ``THROUGHPUT_ITERS`` steps per arm
   and task, and one profiled step per arm and task.
 
-The wall time measured for ``llm all`` is in ``MEASURED`` (667 s in the reference run; every
-result's meta has its own).
+Each protocol's wall time is in its result's meta (``results/reference/full/llm_*.json`` for
+the reference run), not copied here.
 """
 
 MODEL = {"context": 128, "width": 128, "heads": 4, "layers": 4, "mlp_ratio": 4}
@@ -54,16 +54,6 @@ QUICK = {
     "throughput_iters": 2,
     "warmup": 2,
 }
-
-# Measured: the `llm` step of the reference run (`python -m experiments.reproduce`, one
-# thread, on the shared 2-core build machine, an AMD EPYC with AVX2 at 2.4 GHz), 2026-12-03,
-# at these settings: 667 s wall (669 s in results/reference/full/reproduce.json). Per protocol
-# (each result's meta.wall_seconds in results/reference/full/llm_*.json): seed 281 s (10 runs),
-# swap 7 s, noise 333 s (50 runs), throughput 39 s. (The same VM type earlier: 564 s that
-# morning, 862 s on 2026-12-02; the Xeon's reference run of 2026-12-01: 534 s; an earlier
-# standalone `llm all` there, with light work beside it, 639 s; the first sizing, 240 and 60
-# steps, 1012 s.)
-MEASURED = {"all_wall_s": 667, "seed_s": 281, "swap_s": 7, "noise_s": 333, "throughput_s": 39}
 
 # The source paper's figures ("Fast Polynomial Transcendentals for LLMs", R. Hu, Graphcore
 # Research, 2026: reference 2 of paper/paper.md; seed document 003_0783a5cae37bf496). Each its

@@ -17,9 +17,8 @@ one thread. The protocols:
   seeds, 2.26 for 10) and sqrt(n); four epochs because the cosine schedule then ends
   annealed at about 98.3 % test accuracy.
 
-Measured for ``mnist all``: 621 s wall with the machine lightly shared (2.9 s CPU an epoch),
-1050 s in an identical run while other jobs loaded it (load average 5-7): inside the
-20-minute budget both times.
+Each protocol's wall time is in its result's meta (``results/reference/full/mnist_*.json`` for
+the reference run), not copied here.
 """
 
 # name -> (torch GELU approximate, implemented by turbogelu?)
