@@ -550,6 +550,22 @@ def differences(old, new, rtol: float = MEASURED_RTOL, *, _path="", _measured=Fa
     return [f"{_path}: {_show(old)} -> {_show(new)}"]
 
 
+def file_differences(path: str | Path, text: str) -> list[str]:
+    """``differences`` between the spec file at ``path`` and the JSON document ``text`` (a
+    refit): what a ``--check`` and a refit test report. Never the files' text: the measured
+    figures' last digits belong to the machine (MEASURED_KEYS above)."""
+    path = Path(path)
+    if not path.is_file():
+        return [f"{path}: (absent)"]
+    old = path.read_text()
+    if old == text:
+        return []
+    try:
+        return differences(json.loads(old), json.loads(text))
+    except json.JSONDecodeError:
+        return [f"{path}: (not valid JSON)"]
+
+
 def is_committed(path: str | Path) -> bool:
     """Whether ``path`` lies under data/specs (the committed specs and their subfolders)."""
     return Path(path).resolve().is_relative_to(SPEC_DIR.resolve())
@@ -561,13 +577,7 @@ def write_checked(path: str | Path, text: str, *, force: bool = False) -> str:
     every difference) unless ``force``. Returns "written", "unchanged" or "overwritten"."""
     path = Path(path)
     if path.is_file() and is_committed(path):
-        old = path.read_text()
-        if old == text:
-            return "unchanged"
-        try:
-            diffs = differences(json.loads(old), json.loads(text))
-        except json.JSONDecodeError:
-            diffs = ["(the committed file is not valid JSON)"]
+        diffs = file_differences(path, text)
         if not diffs:
             return "unchanged"
         if not force:
