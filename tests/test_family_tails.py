@@ -14,7 +14,7 @@ import pytest
 
 from turbogelu.approx import family_programs as fp
 from turbogelu.approx import family_tails as ft
-from turbogelu.approx import report, rounding
+from turbogelu.approx import report, rounding, spec
 from turbogelu.approx.polyspec import PolySpec, replay
 
 F32 = np.float32
@@ -277,8 +277,11 @@ def test_polynomial_measured_as_the_spec_stores(function):
     stores (family_programs.measure), so the two programs are measured alike."""
     stored = fp.load(function)["forward"]["errors"]
     m = ft.measure(function, lambda x: ft.replay_polynomial(function, x))
+    # the float64 errors against numpy's tanh / scipy's expit, whose last bits depend on the
+    # CPU, to the spec files' rule (spec.MEASURED_RTOL); the counts and ulps exactly
+    rtol = spec.MEASURED_RTOL
     assert m["float32"]["max_abs_float32"] == pytest.approx(
-        stored["float32"]["max_abs_float32"], rel=1e-12
+        stored["float32"]["max_abs_float32"], rel=rtol
     )
     for fmt in fp.FORMATS:
         s, got = stored[fmt], m[fmt]
@@ -288,7 +291,7 @@ def test_polynomial_measured_as_the_spec_stores(function):
         for key in ("inputs", "max_ulp", "within_1_ulp", "over_abs_bound"):
             assert got["tail"][key] == s["tail"][key], (fmt, key)
         assert got["tail"]["max_abs_beyond_half_ulp"] == pytest.approx(
-            s["tail"]["max_abs_beyond_half_ulp"], rel=1e-12
+            s["tail"]["max_abs_beyond_half_ulp"], rel=rtol
         )
         assert got["everywhere"]["max_ulp"] == s["tail"]["max_ulp"] > 1
 

@@ -217,8 +217,10 @@ def test_dense_errors():
     assert exact.max_abs <= 2.0**-24 * 6 and exact.max_rel <= 2.0**-24
     stored = spec.load(spec.spec_path("none"))["forward"]["errors"]
     d = report.dense_errors(_shipped(), "gelu", label="shipped")
-    # spec.measure uses the same grid for its mean, and adds points near the clamp for its max.
-    assert d.mean_abs == pytest.approx(stored["mean_abs_float32_grid"], rel=1e-9)
+    # spec.measure uses the same grid for its mean, and adds points near the clamp for its max;
+    # a mean of float64 errors against scipy's erfc / numpy's exp (last bits CPU-dependent):
+    # to spec.MEASURED_RTOL
+    assert d.mean_abs == pytest.approx(stored["mean_abs_float32_grid"], rel=spec.MEASURED_RTOL)
     assert d.max_abs <= stored["max_abs_float32"]
     assert d.max_abs > 0.5 * stored["max_abs_float32"]
     assert -6 <= d.argmax_abs <= 6
