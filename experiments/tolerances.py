@@ -14,8 +14,9 @@ the committed reference (``results/reference/<mode>/``, made on another CPU):
   it is written, with the values, the variants, the machine and the commands, into
   ``compare.TOLERANCE_FILE`` under the mode (the other mode's entry is kept). A figure that no
   two runs disagree on gets 0: it must then match exactly;
-* an *exact* figure that differs in any bit between any two of them is an error (exit 1): it
-  must be made exact or classified as numerics, and the file is not written.
+* an *exact* figure that differs between any two of them (``compare.exact_match``: in any bit,
+  or a float64 result beyond ``compare.FLOAT64_RTOL``) is an error (exit 1): it must be made
+  exact or classified as numerics, and the file is not written.
 
 ``--parts``: ``mnist`` (the MNIST protocols and notebook 06: the default), ``llm`` (the
 language-model protocols and notebook 11), ``table2``, ``accuracy``, a notebook's stem (01-04,
@@ -197,8 +198,8 @@ def other_machines_runs(earlier: dict, here: dict) -> dict[str, dict[str, float]
 
 
 def exact_differences(runs: dict[str, dict[str, float]]) -> list[tuple]:
-    """(figure, {run: value}) of every exact figure on which two runs differ in any bit (a
-    mean: beyond ``compare.MEAN_RTOL``)."""
+    """(figure, {run: value}) of every exact figure on which two runs differ (``compare.
+    exact_match``: in any bit, a float64 result beyond ``compare.FLOAT64_RTOL``)."""
     names = sorted({n for figs in runs.values() for n in figs})
     bad = []
     for name in names:
