@@ -50,7 +50,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import records
+from . import records, rendered_report
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
@@ -442,10 +442,20 @@ def _from_quick_mode(path: Path) -> bool:
     return any("_quick" in part for part in path.parts)
 
 
-def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> list[Path]:
+def save(
+    results_dir: Path,
+    reference_dir: Path,
+    *,
+    minimal: bool = False,
+    reports_dir: Path | None = None,
+) -> list[Path]:
     """Copy a run's small result files into ``reference_dir`` (replacing what was there), and
     of bench.jsonl only its last run. ``minimal``: only what the comparison reads (the quick
-    reference: its plots would duplicate the full run's)."""
+    reference: its plots would duplicate the full run's). ``reports_dir``: the run's executed
+    notebooks and paper (``reports/``), rendered into ``reference_dir/report``
+    (``rendered_report``) once the result files are in place."""
+    if reports_dir is not None:  # before anything of the old reference is removed
+        rendered_report.sources(reports_dir)
     if reference_dir.exists():
         shutil.rmtree(reference_dir)
     written = []
@@ -480,6 +490,8 @@ def save(results_dir: Path, reference_dir: Path, *, minimal: bool = False) -> li
         info["torch"] = torch.__version__
     except ImportError:
         pass
+    if reports_dir is not None:
+        written.append(rendered_report.write(reports_dir, reference_dir))
     records.write_json(reference_dir / "machine.json", info)
     return [*written, reference_dir / "machine.json"]
 
@@ -490,11 +502,37 @@ def main(argv=None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--reference", type=Path, default=None, help="(results/reference/<mode>)")
     p.add_argument("--save", action="store_true", help="make this run the reference")
+    p.add_argument(
+        "--reports",
+        type=Path,
+        default=REPO / "reports",
+        help="the run's executed notebooks and paper, rendered into the full reference "
+        "(default: reports/)",
+    )
     args = p.parse_args(argv)
     ref = args.reference or REFERENCE / ("quick" if args.quick else "full")
     if args.save:
-        files = save(args.results, ref, minimal=args.quick)
+        # the full reference carries the run's rendered report, and the pages that state its
+        # figures (README.md, docs/) are filled from it again
+        committed_full = ref.resolve() == (REFERENCE / "full").resolve()
+        # required for the committed full reference; elsewhere rendered when the run left one
+        reports = None if args.quick else args.reports
+        if reports is not None and not committed_full:
+            try:
+                rendered_report.sources(reports)
+            except FileNotFoundError:
+                reports = None
+        try:
+            files = save(args.results, ref, minimal=args.quick, reports_dir=reports)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         print(f"saved {len(files)} files to {ref}")
+        if committed_full:
+            from . import pages
+
+            for page in pages.write(ref):
+                print(f"rewrote {page.relative_to(REPO)} from the new reference")
         return 0
     if not ref.is_dir():
         print(f"no reference run at {ref}: nothing to compare (make one with --save)")
