@@ -10,9 +10,10 @@ reference) calls ``write`` to put them beside the reference's result files, in
   figures), which code-hosting sites render; an executed ``.ipynb`` would carry every figure
   again as base64;
 * ``paper.md`` and ``paper.html``: the paper filled from the run;
-* ``figures/``: every image of the notebooks and the paper, each stored once (an image that
-  two documents show, byte for byte the same, is one file both link to), PNGs whose size
-  exceeds ``MAX_PNG_BYTES`` written again smaller;
+* ``figures/``: the images of the notebooks and the paper that the reference does not already
+  hold, each stored once (an image shown twice, byte for byte the same, is one file both link
+  to; one the reference holds, such as a plot a notebook saved, is linked where it is), PNGs
+  above ``MAX_PNG_BYTES`` written again smaller;
 * ``manifest.json``: the SHA-256 of every result file of the reference the report was
   rendered beside, so that ``problems`` (and ``tests/test_rendered_report.py``) can tell that
   the report belongs to the reference it sits in: the same run.
@@ -73,26 +74,33 @@ def _shrink_png(data: bytes) -> bytes:
 
 
 class _Figures:
-    """The report's image store: each distinct image once, under the first name it came with."""
+    """The report's images, each stored once: one the reference already holds (a plot a
+    notebook saved, a figure of the paper) is linked where it is; any other is written to
+    ``report/figures/`` under the first name it came with."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
+    def __init__(self, report: Path, reference_dir: Path):
+        self.report, self.folder = report, report / "figures"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        # hash -> path relative to the report folder
         self.by_hash: dict[str, str] = {}
-        folder.mkdir(parents=True, exist_ok=True)
+        for png in sorted(reference_dir.rglob("*.png")):
+            if report not in png.parents:
+                rel = Path("..") / png.relative_to(reference_dir)
+                self.by_hash.setdefault(_sha256(png.read_bytes()), rel.as_posix())
 
     def add(self, name: str, data: bytes) -> str:
-        """The stored file name of image ``data`` (offered as ``name``)."""
+        """Where image ``data`` (offered as ``name``) is, relative to the report folder."""
         key = _sha256(data)
         if key not in self.by_hash:
             stem, suffix = Path(name).stem, Path(name).suffix
             taken = set(self.by_hash.values())
-            final, n = f"{stem}{suffix}", 1
+            final, n = f"figures/{stem}{suffix}", 1
             while final in taken:  # another image offered the same name
                 n += 1
-                final = f"{stem}_{n}{suffix}"
+                final = f"figures/{stem}_{n}{suffix}"
             if suffix.lower() == ".png":
                 data = _shrink_png(data)
-            (self.folder / final).write_bytes(data)
+            (self.report / final).write_bytes(data)
             self.by_hash[key] = final
         return self.by_hash[key]
 
@@ -119,8 +127,8 @@ def _notebook_markdown(executed: Path, figures: _Figures) -> str:
     body, resources = exporter.from_notebook_node(
         nb, resources={"unique_key": stem, "output_files_dir": f"{stem}_files"}
     )
-    mapping = {
-        name: f"../figures/{figures.add(Path(name).name, data)}"
+    mapping = {  # the Markdown sits in notebooks/, one below the report folder
+        name: f"../{figures.add(Path(name).name, data)}"
         for name, data in resources.get("outputs", {}).items()
     }
     head = (
@@ -153,14 +161,14 @@ def write(reports_dir: Path, reference_dir: Path) -> Path:
     out = reference_dir / FOLDER
     if out.exists():
         shutil.rmtree(out)
-    figures = _Figures(out / "figures")
+    figures = _Figures(out, reference_dir)
     (out / "notebooks").mkdir(parents=True)
     for nb in notebooks:
         (out / "notebooks" / f"{nb.stem}.md").write_text(_notebook_markdown(nb, figures))
     # the paper links its figures as figures/<name>: the same store, under the stored names
     paper_figs = reports_dir / "paper" / "figures"
     mapping = {
-        f"figures/{p.name}": f"figures/{figures.add(p.name, p.read_bytes())}"
+        f"figures/{p.name}": figures.add(p.name, p.read_bytes())
         for p in sorted(paper_figs.glob("*"))
         if p.is_file()
     }

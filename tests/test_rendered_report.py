@@ -156,3 +156,15 @@ def test_saving_without_a_report_keeps_the_old_reference(run, tmp_path):
     with pytest.raises(FileNotFoundError):
         compare.save(tmp_path, ref, reports_dir=reports)
     assert (ref / "01_first.json").is_file()
+
+
+def test_an_image_the_reference_holds_is_linked_not_copied(run):
+    reports, ref = run
+    (ref / "figures" / "01_first").mkdir(parents=True)
+    (ref / "figures" / "01_first" / "saved.png").write_bytes(_png("red"))  # the shared image
+    out = rendered_report.write(reports, ref)
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["02_second_1_1.png"]
+    assert "](../figures/01_first/saved.png)" in (out / "paper.md").read_text()
+    assert "](../../figures/01_first/saved.png)" in (out / "notebooks" / "01_first.md").read_text()
+    assert 'src="../figures/01_first/saved.png"' in (out / "paper.html").read_text()
+    assert rendered_report.problems(ref) == []
