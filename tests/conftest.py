@@ -8,14 +8,16 @@
 * ``subprocess_env``: an environment for child interpreters (no inherited ISA override).
 
 Any machine by rule, not by luck: a test (or a ``--check``) holds bit for bit only what is
-exactly specified: float32 and 16-bit values (coefficients, tables, clamps), the kernels' and
-the replay's bits, integer counts, correctly rounded sums (``rounding.exact_mean``), mpmath at
-a fixed precision. A float64 figure computed through something whose last bits depend on the
-CPU (numpy's SIMD-dispatched or libm's exp / tanh / erfc, scipy.special, BLAS / LAPACK solves
-and fits, an LP or other iterative solver, np.sum / np.mean's pairwise order) is held to a
-stated relative tolerance with its reason written beside it: ``spec.MEASURED_RTOL`` (1e-9)
-for spec figures, compared only through ``spec.differences`` (never as text), and
-``compare.FLOAT64_RTOL`` (the same) for make reproduce's exact figures. CI runs the suite
+exactly specified: float32 and 16-bit values (coefficients rounded from a fit defined far below
+their ulp, clamps, settings), the kernels' and the replay's bits, integer counts, correctly
+rounded sums (``rounding.exact_mean``), mpmath at a fixed precision. A float64 figure computed
+through something whose last bits depend on the CPU (numpy's SIMD-dispatched or libm's exp /
+tanh / erfc, scipy.special, BLAS / LAPACK solves and fits, an LP or other iterative solver,
+np.sum / np.mean's pairwise order) is held to a stated relative tolerance with its reason
+written beside it: ``spec.MEASURED_RTOL`` (1e-9) for spec figures, compared only through
+``spec.differences`` (never as text), and ``compare.FLOAT64_RTOL`` (the same) for make
+reproduce's exact figures. What an LP defines only to its tolerance (the cells' float32
+tables) is held to that tolerance (``cells.refit_differences``). CI runs the suite
 under an imitation of another CPU (.ci/run: numpy without its AVX-512 / AVX2 loops, another
 OpenBLAS kernel, the AVX2 kernels) to catch a test that holds such a figure bit for bit.
 """

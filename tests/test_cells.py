@@ -3,7 +3,8 @@ kernels/include/turbogelu/poly_eval.h's gelu_forward_cells), the default where t
 CPU has AVX-512 two-table permutes (tests/test_program.py), forced here with
 ``turbogelu.ops.use_cpu_kernel("cells")`` (or TURBOGELU_CPU_KERNEL=cells) on every ISA.
 
-* the committed tables are what the fit gives (refit, bit for bit) and what the header holds;
+* the committed tables are what the fit gives (refit, to the LP's tolerance:
+  ``cells.refit_differences``) and what the header holds (bit for bit);
 * every instruction set gives the replay's bits (float32 grid and specials, every 16-bit input);
 * the accuracy bounds of the polynomial kernel (test_accuracy's tests, run under cells) and
   the cells' own, ten times tighter, figures;
@@ -14,6 +15,7 @@ CPU has AVX-512 two-table permutes (tests/test_program.py), forced here with
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 import sys
 
@@ -66,9 +68,12 @@ def _f32_inputs() -> np.ndarray:
 
 
 def test_refit_gives_the_committed_specs(capsys):
-    # `--check` compares through spec.differences: the tables (float32 hex) bit for bit, the
-    # errors to spec.MEASURED_RTOL (float64 figures against a reference through numpy's and
-    # scipy's exp/erfc, whose last bits depend on the CPU), never the files' text
+    # `--check` compares by cells.refit_differences, never the files' text: settings and
+    # constants bit for bit; a table, the float32 rounding of an LP solved by HiGHS to 1e-7
+    # from float64 targets through numpy's / scipy's transcendentals (last bits CPU-dependent),
+    # as a program within cells.SOLVER_ATOL; the errors to spec.MEASURED_RTOL (or, for a table
+    # of other bits, cells.REFIT_ERRORS_RTOL). The kernels' bits are the committed tables'
+    # (test_header_holds_the_committed_tables, the replay tests).
     status = cells.main(["--check"])
     out = capsys.readouterr().out
     assert status == 0, f"refit of the cells differs from data/specs/cells:\n{out}"
@@ -76,25 +81,42 @@ def test_refit_gives_the_committed_specs(capsys):
 
 
 def test_check_names_what_differs(tmp_path, capsys):
-    # the --check above can fail: a table entry one float32 ulp off, an error beyond the
-    # tolerance (the refit stands in as the committed file's text: no fit is run here)
+    # the --check above can fail (the committed file stands in for the refit: no fit is run)
     name = cells.spec_path("none").name
     committed = cells.load(cells.spec_path("none"))
-    moved = cells.load(cells.spec_path("none"))
-    c = F32(float.fromhex(moved["forward"]["table"][0][5]))
-    moved["forward"]["table"][0][5] = specmod.f32_hex(np.nextafter(c, F32(np.inf)))
-    err = moved["forward"]["errors"]["mean_abs_float32_grid"]
-    moved["forward"]["errors"]["mean_abs_float32_grid"] = err * (1 + 1e-8)
     (tmp_path / name).write_text(cells.dumps(committed))
-    refit = {name: lambda: cells.dumps(moved)}
-    assert cells.cli(["--check", "--out", str(tmp_path)], "cells", "doc", tmp_path, refit) == 1
-    out = capsys.readouterr().out
-    assert "DIFFERS" in out and "forward.table[0][5]" in out
-    assert "forward.errors.mean_abs_float32_grid" in out
-    # within the tolerance (a last-digit difference of a float64 figure) it matches
-    moved["forward"]["table"] = committed["forward"]["table"]
-    moved["forward"]["errors"]["mean_abs_float32_grid"] = err * (1 + 1e-13)
-    assert cells.cli(["--check", "--out", str(tmp_path)], "cells", "doc", tmp_path, refit) == 0
+
+    def check(doc) -> tuple[int, str]:
+        refit = {name: lambda: cells.dumps(doc)}
+        status = cells.cli(["--check", "--out", str(tmp_path)], "cells", "doc", tmp_path, refit)
+        return status, capsys.readouterr().out
+
+    def moved(part="forward", row=0, cell=5, by=0.0, scale=False, err=1.0):
+        doc = json.loads(json.dumps(committed))
+        c = F32(float.fromhex(doc[part]["table"][row][cell]))
+        doc[part]["table"][row][cell] = specmod.f32_hex(c + F32(by))
+        if scale:
+            s = F32(float.fromhex(doc[part]["scale"]))
+            doc[part]["scale"] = specmod.f32_hex(np.nextafter(s, F32(np.inf)))
+        doc[part]["errors"]["mean_abs_float32_grid"] *= err
+        return doc
+
+    assert check(committed) == (0, f"{tmp_path / name}: matches the refit\n")
+    # a table entry the LP left 2e-7 elsewhere (in value): within its tolerance; 1e-6: not
+    assert check(moved(by=2e-7))[0] == 0
+    status, out = check(moved(by=1e-6))
+    assert status == 1 and "forward.table: the programs are 9.98e-07 apart (> 5e-07)" in out
+    status, out = check(moved(part="backward_direct", row=3, cell=30, by=1e-8))  # x^3 ~ 110
+    assert status == 1 and "backward_direct.table: the programs are" in out
+    # the scale (and every other constant and setting): bit for bit
+    status, out = check(moved(scale=True))
+    assert status == 1 and "forward.scale" in out
+    # the same tables: the errors to spec.MEASURED_RTOL (1e-9); other tables: to 1 %
+    assert check(moved(err=1 + 1e-13))[0] == 0
+    status, out = check(moved(err=1 + 1e-8))
+    assert status == 1 and "forward.errors.mean_abs_float32_grid" in out
+    assert check(moved(by=2e-7, err=1 + 1e-3))[0] == 0
+    assert check(moved(by=2e-7, err=1.02))[0] == 1
 
 
 def test_header_holds_the_committed_tables():

@@ -1,8 +1,9 @@
 """The family's table-driven CPU programs ("cells" for sigmoid, tanh and SiLU, and through them
-softcap and SwiGLU; turbogelu/approx/family_cells.py): the committed specs are the refit, the
-kernels are the replay bit for bit on every instruction set and dtype, the programs hold the
-accurate tier's bounds (float32 and every 16-bit input), the IEEE rules hold, and they run
-where GELU's cells do: by default on AVX-512, or when asked for (``use_cpu_kernel``)."""
+softcap and SwiGLU; turbogelu/approx/family_cells.py): the committed specs are the refit (to the
+LP's tolerance: ``cells.refit_differences``), the kernels are the replay bit for bit on every
+instruction set and dtype, the programs hold the accurate tier's bounds (float32 and every
+16-bit input), the IEEE rules hold, and they run where GELU's cells do: by default on AVX-512,
+or when asked for (``use_cpu_kernel``)."""
 
 from __future__ import annotations
 
@@ -52,9 +53,10 @@ def _replay(fn: str, part: str, x: torch.Tensor, dtype: torch.dtype) -> torch.Te
 
 
 def test_committed_specs_are_the_refit(capsys):
-    # `--check` compares through spec.differences: the tables (float32 hex) bit for bit, the
-    # errors to spec.MEASURED_RTOL (float64 figures against a reference through numpy's and
-    # scipy's transcendentals, whose last bits depend on the CPU), never the files' text
+    # `--check` compares by cells.refit_differences, never the files' text: settings and
+    # constants bit for bit, each table (an LP's solution through numpy's tanh, whose last bits
+    # depend on the CPU: tanh's differs in 23 entries without numpy's SIMD loops) as a program
+    # within cells.SOLVER_ATOL, the errors to a relative tolerance (test_cells.py's tests)
     status = fc.main(["--check"])
     out = capsys.readouterr().out
     assert status == 0, f"refit of the family cells differs from the committed specs:\n{out}"

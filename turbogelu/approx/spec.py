@@ -550,10 +550,11 @@ def differences(old, new, rtol: float = MEASURED_RTOL, *, _path="", _measured=Fa
     return [f"{_path}: {_show(old)} -> {_show(new)}"]
 
 
-def file_differences(path: str | Path, text: str) -> list[str]:
-    """``differences`` between the spec file at ``path`` and the JSON document ``text`` (a
-    refit): what a ``--check`` and a refit test report. Never the files' text: the measured
-    figures' last digits belong to the machine (MEASURED_KEYS above)."""
+def file_differences(path: str | Path, text: str, compare=None) -> list[str]:
+    """``differences`` (or ``compare``, a function of the two parsed documents, committed
+    first) between the spec file at ``path`` and the JSON document ``text`` (a refit): what a
+    ``--check`` and a refit test report. Never the files' text: the measured figures' last
+    digits belong to the machine (MEASURED_KEYS above)."""
     path = Path(path)
     if not path.is_file():
         return [f"{path}: (absent)"]
@@ -561,7 +562,7 @@ def file_differences(path: str | Path, text: str) -> list[str]:
     if old == text:
         return []
     try:
-        return differences(json.loads(old), json.loads(text))
+        return (compare or differences)(json.loads(old), json.loads(text))
     except json.JSONDecodeError:
         return [f"{path}: (not valid JSON)"]
 
@@ -571,13 +572,14 @@ def is_committed(path: str | Path) -> bool:
     return Path(path).resolve().is_relative_to(SPEC_DIR.resolve())
 
 
-def write_checked(path: str | Path, text: str, *, force: bool = False) -> str:
+def write_checked(path: str | Path, text: str, *, force: bool = False, compare=None) -> str:
     """Write the JSON document ``text`` to ``path``, except over a committed spec file: one that
-    ``differences`` finds equal is left untouched, one that differs raises ``Differs`` (naming
-    every difference) unless ``force``. Returns "written", "unchanged" or "overwritten"."""
+    ``differences`` (or ``compare``: ``file_differences``) finds equal is left untouched, one
+    that differs raises ``Differs`` (naming every difference) unless ``force``. Returns
+    "written", "unchanged" or "overwritten"."""
     path = Path(path)
     if path.is_file() and is_committed(path):
-        diffs = file_differences(path, text)
+        diffs = file_differences(path, text, compare)
         if not diffs:
             return "unchanged"
         if not force:
