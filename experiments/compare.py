@@ -97,12 +97,6 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         "depend on the CPU (experiments.tolerances --parts llm measures how far they move)",
     ),
     (
-        r"^01_tail_clamping\.crossing_shift_per_degree$",
-        NUMERICS,
-        "a least-squares line (np.polyfit) through numpy's OpenBLAS, whose kernels depend on "
-        "the CPU: measured 1 ulp apart under OPENBLAS_CORETYPE=Haswell",
-    ),
-    (
         r"^04_derivative_checks\.special_value_mismatches_torch$",
         NUMERICS,
         "PyTorch's own float32 GELU goes through oneDNN, whose kernel depends on the CPU: "
@@ -115,6 +109,10 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         "times, speedups and ratios of times",
     ),
     (
+        # 01's crossing_shift_per_degree too, a least-squares line (np.polyfit) through the
+        # crossings of Remez fits, all through LAPACK: once numerics with a tolerance measured
+        # between runs (5.6e-17, one ulp seen under OPENBLAS_CORETYPE=Haswell), which another
+        # OpenBLAS kernel exceeded (Sandybridge: 1.6e-11 relative); a float64 result, by rule
         r"^(01_tail_clamping|02_irls_fitting|07_polynomial_family|table2)\.",
         EXACT,
         "float64 fits and their errors (to FLOAT64_RTOL: LAPACK and numpy's / scipy's "
@@ -240,14 +238,15 @@ def load_tolerances(mode: str, path: Path = TOLERANCE_FILE) -> dict[str, float]:
 # exact figure is a float64 result whose last bits depend on the machine: a fit's error or
 # levelled error through a LAPACK solve (numpy's OpenBLAS picks its kernels by CPU: the AVX2
 # EPYC's reference and the Xeon's differed by up to 1.3e-12 relative in notebook 07's floors),
-# an error against a float64 reference through numpy's SIMD-dispatched exp / tanh or scipy's
-# special functions (an ulp of the reference apart, where it differs: one ulp of GELU near 6
-# is 3.6e-10 relative of the smallest such error here, the cells' 2.5e-6), a mean of such
-# errors, or a ratio of two. They match to FLOAT64_RTOL, the spec files' rule
-# (turbogelu.approx.spec.MEASURED_RTOL): above those differences, far below a float32 ulp
-# (6e-8 relative) and the 4 digits any text shows. The kernels' and the replay's bits are held
-# by the integer figures (replay mismatches, max ulps), bit for bit, not by these.
-FLOAT64_RTOL = 1e-9
+# an error against a float64 program evaluated through a BLAS product (notebook 03's rounding
+# errors: up to 1.6e-9 relative apart under .ci/run's imitation of another CPU, a different
+# OpenBLAS kernel) or against a float64 reference through numpy's SIMD-dispatched exp / tanh
+# or scipy's special functions, a mean of such errors, or a ratio of two. They match to
+# FLOAT64_RTOL, the spec files' rule (turbogelu.approx.spec.MEASURED_RTOL, which says why
+# 1e-7: the smallest such figures, 1.6e-7, are differences of values <= ~2 a few ulps apart).
+# The kernels' and the replay's bits are held by the integer figures (replay mismatches, max
+# ulps), bit for bit, not by these.
+FLOAT64_RTOL = 1e-7
 # (pattern, why): non-integer exact figures that are exactly specified, so bit for bit.
 EXACT_BITS: list[tuple[str, str]] = [
     (r"^05_timing\.seed_", "the write-up's published speedups, entered as data"),
@@ -272,11 +271,7 @@ EXACT_BITS: list[tuple[str, str]] = [
     (r"^08_cells\.tails_from$", "(16 - 1.5) / scale, scale a float32 value: exact in float64"),
     (
         r"_jump_at_0$",
-        "2 |P(0)|: the float64 Horner value of 16-bit coefficients at 0, exact arithmetic",
-    ),
-    (
-        r"^03_estrin_evaluation\.\w+_rounding_max_(abs|ulps_positive)$",
-        "the replay against the same polynomial in float64: + and x only, correctly rounded",
+        "2 |P(0)|: a sum of a few 16-bit coefficients times +-1, exact in float64 in any order",
     ),
     (
         r"_vs_mpmath$",

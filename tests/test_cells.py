@@ -111,9 +111,9 @@ def test_check_names_what_differs(tmp_path, capsys):
     # the scale (and every other constant and setting): bit for bit
     status, out = check(moved(scale=True))
     assert status == 1 and "forward.scale" in out
-    # the same tables: the errors to spec.MEASURED_RTOL (1e-9); other tables: to 1 %
-    assert check(moved(err=1 + 1e-13))[0] == 0
-    status, out = check(moved(err=1 + 1e-8))
+    # the same tables: the errors to spec.MEASURED_RTOL (1e-7); other tables: to 1 %
+    assert check(moved(err=1 + 1e-9))[0] == 0
+    status, out = check(moved(err=1 + 1e-6))
     assert status == 1 and "forward.errors.mean_abs_float32_grid" in out
     assert check(moved(by=2e-7, err=1 + 1e-3))[0] == 0
     assert check(moved(by=2e-7, err=1.02))[0] == 1

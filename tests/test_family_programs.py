@@ -31,7 +31,7 @@ def test_command_reproduces_committed_spec(function, tmp_path, capsys):
     out = tmp_path / "accurate.json"
     assert fp.main([function, "--out", str(out)]) == 0
     got = json.loads(out.read_text())
-    # Coefficients, clamp, degree, settings: identical; measured figures to a relative 1e-9.
+    # Coefficients, clamp, degree, settings: identical; measured figures to spec.MEASURED_RTOL.
     assert spec.differences(want, got) == []
     for part in spec.PARTS:
         assert got[part]["coefficients"] == want[part]["coefficients"], part

@@ -279,7 +279,8 @@ def test_backward_error_figures(mode):
     )
     for name in ("backward_direct", "backward_matched"):
         rec = s[name]["errors"]["max_abs_float32"]
-        assert meas[name]["max"] == pytest.approx(rec, rel=1e-9), name
+        # a float64 error against numpy's exp (CPU-dependent last bits): spec.MEASURED_RTOL
+        assert meas[name]["max"] == pytest.approx(rec, rel=spec.MEASURED_RTOL), name
     print(
         f"\n{mode}: backward max |err| direct {d['max']:.3e} (x = {d['argmax']:.6g}), matched "
         f"{mt['max']:.3e} (x = {mt['argmax']:.6g})"

@@ -36,7 +36,7 @@ def _bad(res):
     return sorted(c[0] for c in res["checked"] if not c[4])
 
 
-EXACT_TEXT = "exact figures (bit for bit, float64 results to 1e-9 relative)"
+EXACT_TEXT = "exact figures (bit for bit, float64 results to 1e-7 relative)"
 
 
 def test_identical_runs_match(tmp_path):
@@ -49,24 +49,25 @@ def test_identical_runs_match(tmp_path):
     assert "numerics figures (within measured tolerances): 1 of 1 match" in text
 
 
-def test_an_exact_float64_figure_beyond_1e9_fails_with_its_class(tmp_path):
+def test_an_exact_float64_figure_beyond_1e7_fails_with_its_class(tmp_path):
     ref = _write_run(tmp_path / "ref")
-    off = _write_run(tmp_path / "off", err=2.5e-5 * (1 + 1e-8))
+    off = _write_run(tmp_path / "off", err=2.5e-5 * (1 + 1e-6))
     res = compare.compare(off, ref, TOL)
     assert _bad(res) == [f"{NB}.max_abs_error", "table2.GELU D5.best"]
     text = compare.render(res)
-    assert f"DIFFERS [exact (a float64 figure: to 1e-9 relative)] {NB}.max_abs_error" in text
+    assert f"DIFFERS [exact (a float64 figure: to 1e-7 relative)] {NB}.max_abs_error" in text
     assert compare.main(["--results", str(off), "--reference", str(ref)]) != 0
 
 
-def test_a_float64_figure_is_compared_to_a_relative_1e9_and_a_count_bit_for_bit(tmp_path):
+def test_a_float64_figure_is_compared_to_a_relative_1e7_and_a_count_bit_for_bit(tmp_path):
     # a float64 result's last bits depend on the CPU: a LAPACK fit (measured: up to 1.3e-12
-    # relative between the AVX2 EPYC and the Xeon in notebook 07's floors), an error against
-    # numpy's SIMD exp / tanh, a mean of errors; a count, a degree, ulps are exact
+    # relative between the AVX2 EPYC and the Xeon in notebook 07's floors), an error through a
+    # BLAS product (1.6e-9 under another OpenBLAS kernel) or against numpy's SIMD exp / tanh, a
+    # mean of errors; a count, a degree, ulps are exact
     mean, lower = 8.104391950226424e-05, 0.00017635232661783462
     floats = {"poly_dense_mean_abs": mean, "gelu_d5_better_form_floor_lower": lower}
     ref = _write_run(tmp_path / "ref", extra=floats)
-    for rel, ok in ((1.3e-12, True), (5e-10, True), (1e-8, False)):
+    for rel, ok in ((1.3e-12, True), (1.6e-9, True), (5e-8, True), (1e-6, False)):
         moved = {k: v * (1 + rel) for k, v in floats.items()}
         new = _write_run(tmp_path / f"new{rel}", err=2.5e-5 * (1 + rel), extra=moved)
         res = compare.compare(new, ref, TOL)
@@ -82,7 +83,7 @@ def test_a_float64_figure_is_compared_to_a_relative_1e9_and_a_count_bit_for_bit(
 
     name = f"{NB}.poly_dense_mean_abs"
     assert tolerances.exact_differences({"a": {name: mean}, "b": {name: mean * (1 + 1e-12)}}) == []
-    assert tolerances.exact_differences({"a": {name: mean}, "b": {name: mean * (1 + 1e-8)}})
+    assert tolerances.exact_differences({"a": {name: mean}, "b": {name: mean * (1 + 1e-6)}})
 
 
 def test_exactly_specified_non_integers_stay_bit_for_bit():
@@ -92,7 +93,6 @@ def test_exactly_specified_non_integers_stay_bit_for_bit():
         ("09_min_degree.float16_correct_even_n4_clamp", 3.4453125),
         ("07_polynomial_family.gelu_d5_paper_sollya", 0.0005),
         ("05_timing.seed_ryzen_7_5700x_cpu_forward_float32_speedup_vs_torch_exact", 2.47),
-        ("03_estrin_evaluation.forward_horner_fma_rounding_max_abs", 4.953117924699768e-07),
         ("04_derivative_checks.forward_float32_max_abs_vs_mpmath", 2.4989399669888223e-05),
         ("accuracy_gelu_exact.float16.x >= 0.frac_correctly_rounded", 0.9894156560088203),
     ):
@@ -326,7 +326,7 @@ def test_tolerances_are_twice_the_largest_difference_and_exact_figures_must_agre
     assert tolerances.exact_differences(runs) == []
     runs["b"]["table2.GELU D5.best"] = math.nextafter(5e-4, 1.0)  # a float64 figure's last bit
     assert tolerances.exact_differences(runs) == []
-    runs["b"]["table2.GELU D5.best"] = 5e-4 * (1 + 1e-8)  # beyond FLOAT64_RTOL
+    runs["b"]["table2.GELU D5.best"] = 5e-4 * (1 + 1e-6)  # beyond FLOAT64_RTOL
     [(name, values)] = tolerances.exact_differences(runs)
     assert name == "table2.GELU D5.best" and len(values) == 3
 
