@@ -91,7 +91,7 @@ setup(
                 os.path.join(HERE, "kernels", "cpu"),
             ],
             extra_compile_args=compile_args,
-            extra_link_args=OPENMP,
+            extra_link_args=_build.link_args(),
         )
     ],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},

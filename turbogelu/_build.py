@@ -39,6 +39,33 @@ NVCC_FLAGS = [
     "-Xcompiler=-fvisibility=hidden",
 ]
 
+# Link arguments that keep one libstdc++ in the process. A compiler that links a static copy
+# of libstdc++ into shared objects (the GPU machine's g++ wrapper does: issue 16's first run
+# on an H200) gives the extension a second libstdc++ beside the shared one torch loads; the
+# static copy's functions then bind to the shared copy's data (locale facet ids), and every
+# iostream in the extension misbehaves: `ifstream >> int` crashed in cpu_program(),
+# ostringstream (c10::str, every TORCH_CHECK message) formatted garbage.
+# tests/test_build.py shows both on a small library built with -static-libstdc++.
+# - the shared libstdc++ named before the compiler's implicit (static) one, so that it
+#   resolves every std:: symbol and no archive member is pulled in;
+# - --exclude-libs: should a static copy still be linked, its symbols stay local to the
+#   extension, a consistent copy of its own.
+LIBSTDCXX_LINK_ARGS = [
+    "-Wl,--push-state,--no-as-needed,-Bdynamic",
+    "-lstdc++",
+    "-Wl,--pop-state",
+    "-Wl,--exclude-libs,ALL",
+]
+
+
+def link_args(platform: str = sys.platform) -> list[str]:
+    """The extension's extra link arguments: OpenMP (torch's at::parallel_for splits work only
+    in code compiled with it; Apple's clang has none) and, with GNU ld / lld on Linux, one
+    libstdc++."""
+    if platform == "darwin":
+        return []
+    return ["-fopenmp", *(LIBSTDCXX_LINK_ARGS if platform.startswith("linux") else [])]
+
 
 def _is_elf(path: str) -> bool:
     try:

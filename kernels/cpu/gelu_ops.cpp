@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -295,15 +295,32 @@ struct StoreRule {
 // on a 2-vCPU AMD EPYC (Zen 3 class) it gave the socket's 256 MiB of L3, eight CCXs' worth,
 // while the core's CCX holds 32 MiB (sysfs: 32768K, shared by CPUs 0-1), so every call below
 // 128 MiB kept plain stores; there, at 4M float32 elements, streaming is 2-20 % faster.
+// Read with C stdio, not iostreams: where the extension is linked against a static copy of
+// libstdc++ (the GPU check's machine: its g++ wrapper links one in) beside the shared one
+// that torch loads, a stream's locale facets come from the other copy, and the first
+// `ifstream >> int` crashed the process (issue 16's first run on an H200, in cpu_program()).
+//
+// The first line of a sysfs file, without its newline; empty when it cannot be read.
+std::string sysfs_line(const std::string& path) {
+  std::string line;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[64];
+    if (std::fgets(buf, sizeof buf, f) != nullptr) line = buf;
+    std::fclose(f);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
 int64_t cache_bytes(int level) {
   const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index";
   for (int i = 0; i < 16; ++i) {
-    std::ifstream lv(dir + std::to_string(i) + "/level"), ty(dir + std::to_string(i) + "/type"),
-        sz(dir + std::to_string(i) + "/size");
-    int l = 0;
-    std::string type, size;
-    if (!(lv >> l)) break;
-    if (l != level || !(ty >> type) || type == "Instruction" || !(sz >> size) || size.empty())
+    const std::string index = dir + std::to_string(i);
+    const std::string lv = sysfs_line(index + "/level");
+    if (lv.empty()) break;
+    const std::string type = sysfs_line(index + "/type");
+    const std::string size = sysfs_line(index + "/size");
+    if (std::atoi(lv.c_str()) != level || type.empty() || type == "Instruction" || size.empty())
       continue;
     char* end = nullptr;
     const long long v = std::strtoll(size.c_str(), &end, 10);
