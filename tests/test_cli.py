@@ -61,3 +61,41 @@ def test_reproduce_shows_the_benchmark_progress():
     for quick in (True, False):
         (cmd,) = reproduce.steps(quick)["bench"]
         assert cmd[3] == "bench" and "--no-progress" not in cmd
+
+
+BAD_SPECS = {
+    "missing": None,  # no file at all
+    "bad_json": "{bad json",
+    "no_schema": '{"a": 1}',
+    "a_list": "[]",
+    "empty": "",
+}
+
+
+def test_every_bad_spec_is_one_line_and_exit_2(tmp_path, capsys):
+    """A missing, unparsable, wrong-shaped or empty spec, and a folder given as one, end in
+    one line naming the file and exit 2, never a traceback (issue 36, item 8)."""
+    from turbogelu import cli
+
+    for name, text in BAD_SPECS.items():
+        path = tmp_path / f"{name}.json"
+        if text is not None:
+            path.write_text(text)
+        assert cli.main(["report", "--spec", str(path)]) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and str(path) in err and "\n" not in err, (name, err)
+    assert cli.main(["report", "--spec", str(tmp_path)]) == 2
+    assert "is a folder, not a file" in capsys.readouterr().err
+    assert cli.main(["codegen", "--spec-dir", str(tmp_path / "none"), "--check"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_an_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):
+    from turbogelu import cli
+
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    out = blocked / "x.h"  # under a file: no one can create it, root included
+    assert cli.main(["codegen", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err

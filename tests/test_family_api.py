@@ -60,7 +60,7 @@ def test_swiglu_refuses_mismatched_inputs():
         OPS.swiglu_backward(torch.randn(3), a, a)
     with pytest.raises(RuntimeError, match="no broadcasting"):
         OPS.swiglu(a.to("meta"), torch.randn(6, device="meta"))
-    with pytest.raises(RuntimeError, match="b is on meta but x is on cpu"):
+    with pytest.raises(RuntimeError, match="b is on meta but a is on cpu"):
         OPS.swiglu(a, a.to("meta"))
     with pytest.raises(ValueError, match="odd size"):
         turbogelu.SwiGLU()(torch.randn(2, 5))
@@ -378,3 +378,41 @@ def test_family_module_lists_the_functions():
     assert family.FUNCTIONS == ("sigmoid", "tanh", "silu", "softcap", "swiglu", "exp2")
     for name in family.FUNCTIONS:
         assert callable(getattr(turbogelu, name))
+
+
+def test_one_cap_rule_for_the_function_and_the_module():
+    """softcap and Softcap take the same caps: a Python or numpy real number; a bool, a tensor
+    and None are refused by both with the same TypeError (issue 36, item 8: the module refused
+    np.float32(30.) and a 0-dim tensor that the function took; True was 1.0 to the function)."""
+    import numpy as np
+
+    x = torch.randn(8)
+    expected = turbogelu.softcap(x, 30.0)
+    for cap in (np.float32(30.0), np.float64(30.0), 30, np.int64(30)):
+        assert torch.equal(turbogelu.softcap(x, cap), expected), cap
+        assert torch.equal(turbogelu.Softcap(cap)(x), expected), cap
+        y = x.clone()
+        assert torch.equal(turbogelu.softcap_(y, cap), expected), cap
+    for cap in (True, torch.tensor(30.0), None, "30", np.bool_(True)):
+        with pytest.raises(TypeError, match="cap must be a real number"):
+            turbogelu.softcap(x, cap)
+        with pytest.raises(TypeError, match="cap must be a real number"):
+            turbogelu.Softcap(cap)
+        with pytest.raises(TypeError, match="cap must be a real number"):
+            turbogelu.softcap_(x.clone(), cap)
+
+
+def test_bad_arguments_get_the_ops_own_messages():
+    """Each says what is wrong in the op's words, not PyTorch's generic ones (issue 36, item 8)."""
+    x = torch.randn(3, 4)
+    for dim in (2, 3, -3):
+        with pytest.raises(IndexError, match=f"dim {dim} is out of range for x of shape"):
+            turbogelu.SwiGLU(dim=dim)(x)
+    with pytest.raises(IndexError, match="x must have a dimension to split"):
+        turbogelu.SwiGLU()(torch.randn(()))
+    assert turbogelu.SwiGLU(dim=-2)(torch.randn(4, 3)).shape == (2, 3)
+    with pytest.raises(TypeError, match="kinds must be a kind or a sequence"):
+        turbogelu.replace_activations(torch.nn.Sequential(torch.nn.GELU()), kinds=None)
+    for fn in (turbogelu.gelu, turbogelu.gelu_, turbogelu.ops.gelu_op):
+        with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh', got None"):
+            fn(torch.randn(3), None)

@@ -53,14 +53,14 @@ def check_grad_matches(grad, x) -> None:
     check_like(grad, x, "gelu_backward")
 
 
-def check_same_device(op: str, x, **others) -> None:
+def check_same_device(op: str, x, xname: str = "x", **others) -> None:
     """Every tensor of a call on x's device, as the C++ kernels require of theirs. The fake
     (meta) kernels need it too: a meta tensor beside a CPU one dispatches to them, and they
-    would return an uncomputed tensor on x's device."""
+    would return an uncomputed tensor on x's device. ``xname``: what the op calls x."""
     for what, t in others.items():
         if t.device != x.device:
             raise RuntimeError(
-                f"turbogelu.{op}: {what} is on {t.device} but x is on {x.device} (every "
+                f"turbogelu.{op}: {what} is on {t.device} but {xname} is on {x.device} (every "
                 "tensor of one call must be on one device)"
             )
 
@@ -81,11 +81,29 @@ def check_tier(op: str, tier: str) -> None:
         raise ValueError(f"turbogelu.{op}: tier must be 'accurate' or 'paper', got {tier!r}")
 
 
+def check_cap_type(cap, op: str = "softcap") -> None:
+    """softcap's one rule for what a cap may be, for the function and the module alike: a
+    real number, a Python int or float or a numpy integer or floating scalar; not a bool, not
+    a tensor (the schema would read a 0-dim one's value on the host, a device sync, and
+    True as 1.0), not None. TypeError otherwise."""
+    if isinstance(cap, (bool, torch.Tensor)) or not (
+        isinstance(cap, (int, float))
+        or (type(cap).__module__ == "numpy" and type(cap).__name__.startswith(("float", "int")))
+    ):
+        raise TypeError(
+            f"turbogelu.{op}: cap must be a real number (a Python or numpy float or int), got "
+            f"{type(cap).__name__} {cap!r}"
+        )
+
+
 def check_cap(cap) -> tuple[float, float]:
     """softcap's (cap, 1/cap) as the kernels use them, both rounded to float32 as
     family_common.h's family_call does (1/cap is the float32 quotient: rounding the float64
-    quotient of float32 values is the same); ValueError unless both are positive and finite."""
-    ok = isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap)
+    quotient of float32 values is the same); TypeError for what check_cap_type refuses,
+    ValueError unless both are positive and finite."""
+    check_cap_type(cap)
+    cap = float(cap)
+    ok = math.isfinite(cap)
     c32 = inv32 = 0.0
     if ok:
         c32 = float(torch.tensor(float(cap), dtype=torch.float32))

@@ -34,6 +34,7 @@ import torch
 
 from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
 from ._checks import check_cap as _check_cap
+from ._checks import check_cap_type as _check_cap_type
 from ._checks import check_family_backward as _check_backward
 from ._checks import check_family_like as _check_like
 from ._checks import check_out, check_same_device
@@ -138,7 +139,7 @@ def _softcap_backward_out_fake(grad, x, cap, backward="default", tier="accurate"
 
 
 def _check_gated(a, b, **others) -> None:
-    check_same_device("swiglu", a, b=b, **others)
+    check_same_device("swiglu", a, xname="a", b=b, **others)
     _gelu_ops._check_dtype(a, "swiglu")
     _check_like(b, a, "swiglu", "b", "a")
     for what, t in others.items():  # grad, and the outputs (named "out" as in C++)
@@ -503,7 +504,8 @@ def softcap(
     (y / cap)^2)`` on the saved result y, as PyTorch's autograd of the composite computes it;
     ``backward="direct"`` or ``"matched"`` recompute it from x."""
     _tensor(x, "softcap")
-    return _ops.softcap(x, cap, backward=backward, tier=tier)
+    _check_cap_type(cap)
+    return _ops.softcap(x, float(cap), backward=backward, tier=tier)
 
 
 def swiglu(
@@ -561,7 +563,8 @@ exp2_ = _inplace("exp2")
 def softcap_(x: torch.Tensor, cap: float, tier: str = "accurate") -> torch.Tensor:
     """In-place softcap (no autograd)."""
     _tensor(x, "softcap_")
-    _ops.softcap_(x, cap, tier)
+    _check_cap_type(cap, "softcap_")
+    _ops.softcap_(x, float(cap), tier)
     return x
 
 

@@ -100,6 +100,11 @@ class SwiGLU(_Family):
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not -x.dim() <= self.dim < max(x.dim(), 1) or x.dim() == 0:
+            raise IndexError(
+                f"turbogelu.SwiGLU: dim {self.dim} is out of range for x of shape "
+                f"{list(x.shape)} ({x.dim()} dimensions); x must have a dimension to split"
+            )
         if x.shape[self.dim] % 2:
             raise ValueError(
                 f"turbogelu.SwiGLU: dimension {self.dim} of x has odd size {x.shape[self.dim]}; "
@@ -149,6 +154,11 @@ def replace_activations(
         raise TypeError(f"replace_activations expects an nn.Module, got {type(model).__name__}")
     if isinstance(kinds, str):
         kinds = (kinds,)
+    if not isinstance(kinds, (tuple, list, set, frozenset)):
+        raise TypeError(
+            f"replace_activations: kinds must be a kind or a sequence of kinds from {KINDS}, "
+            f"got {type(kinds).__name__} {kinds!r}"
+        )
     bad = [k for k in kinds if k not in _REPLACEMENTS]
     if bad:
         raise ValueError(f"replace_activations: unknown kind(s) {bad}; choose from {KINDS}")

@@ -140,12 +140,14 @@ def gelu(x: torch.Tensor, approximate: str = "none", *, backward: str = "default
     ("default" = "direct", a fit of GELU'; or "matched", the derivative of the forward).
     """
     _check_tensor(x, "gelu")
+    _check_args(approximate, backward)  # gelu(x, None): not "failed to match any schema"
     return _ops.gelu(x, approximate, backward=backward)
 
 
 def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """In-place polynomial GELU (no autograd: refuses a tensor that requires grad)."""
     _check_tensor(x, "gelu_")
+    _check_args(approximate)
     _ops.gelu_(x, approximate)
     return x
 
@@ -153,6 +155,7 @@ def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
 def gelu_op(x: torch.Tensor, approximate: str = "none", *, out: torch.Tensor | None = None):
     """The raw forward op (no autograd needed); writes into ``out`` when given."""
     _check_tensor(x, "gelu_op")
+    _check_args(approximate)
     if out is None:
         return _ops.gelu(x, approximate)
     _ops.gelu.out(x, approximate, out=out)

@@ -384,6 +384,8 @@ def load(path: str | Path, kind: str = "poly") -> dict:
     naming it."""
     schema = _schema(kind)
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{schema.label} {path} is a folder, not a file")
     if not path.is_file():
         raise FileNotFoundError(
             f"{schema.label} not found: {path} does not exist (made by `{schema.command}`)"
@@ -392,9 +394,15 @@ def load(path: str | Path, kind: str = "poly") -> dict:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{schema.label} {path} is not valid JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise ValueError(
+            f"{schema.label} {path} is malformed: a JSON {type(doc).__name__}, not an object"
+        )
     try:
         _CHECKS[kind](doc)
-    except (KeyError, TypeError, ValueError) as e:
+    except KeyError as e:
+        raise ValueError(f"{schema.label} {path} is malformed: it has no key {e.args[0]!r}") from e
+    except (TypeError, ValueError) as e:
         raise ValueError(f"{schema.label} {path} is malformed: {e!r}") from e
     return doc
 
