@@ -11,6 +11,8 @@ import math
 import sys
 import time
 
+from turbogelu.cli import positive_int
+
 from . import bench_family, bench_report
 from .bench import (
     DEFAULT_MAX_MEMORY_GIB,
@@ -131,15 +133,21 @@ def add_arguments(p) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     p.add_argument(
         "--size",
-        type=int,
+        type=positive_int,
         default=SEED_SIZE,
         help="protocol / degree elements (default 1048576; the protocol adds 15 edge values)",
     )
     p.add_argument(
-        "--rounds", type=int, default=None, help="protocol rounds (50; --quick 10; --grain 50)"
+        "--rounds",
+        type=positive_int,
+        default=None,
+        help="protocol rounds (50; --quick 10; --grain 50)",
     )
     p.add_argument(
-        "--calls", type=int, default=None, help="calls per timed batch (100; --quick 10; grain 20)"
+        "--calls",
+        type=positive_int,
+        default=None,
+        help="calls per timed batch (100; --quick 10; grain 20)",
     )
     p.add_argument(
         "--dtypes",
@@ -149,7 +157,7 @@ def add_arguments(p) -> None:
     p.add_argument("--direction", choices=("forward", "backward", "both"), default="both")
     p.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=None,
         help="protocol intra-op threads (default 1; with --grain, the threads compared to 1: all)",
     )

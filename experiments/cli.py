@@ -5,10 +5,11 @@ report) are ``python -m turbogelu``'s (turbogelu/cli.py)."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
-from turbogelu.cli import add_form_arguments, fit_opts, run_command, write_text
+from turbogelu.cli import add_form_arguments, finite_float, fit_opts, run_command, write_text
 
 
 def _cmd_search(args) -> int:
@@ -52,11 +53,21 @@ def _cmd_search(args) -> int:
         return 2
     degrees = [int(d) for d in search.parse_values(args.degrees or "3,4,5")]
     gap = args.max_gap
+    fit_intervals, clamps = (
+        search.parse_values(args.fit_intervals),
+        search.parse_values(args.clamps),
+    )
+    for name, values in (("--fit-intervals", fit_intervals), ("--clamps", clamps)):
+        bad = [v for v in values if not (math.isfinite(v) and v > 0)]
+        if bad or not values:
+            raise ValueError(
+                f"search {name}: every value must be positive and finite, got {bad or values}"
+            )
     rows = search.grid_search(
         args.target,
         degrees,
-        search.parse_values(args.fit_intervals),
-        search.parse_values(args.clamps),
+        fit_intervals,
+        clamps,
         args.format or "bfloat16",
         args.method or "endpoint-ls",
         args.variable,
@@ -246,7 +257,10 @@ def _cmd_table2(args) -> int:
 
     rows = table2.ROWS
     if args.rows:
-        rows = [table2.get_row(name) for name in args.rows.split(",")]
+        try:
+            rows = [table2.get_row(name) for name in args.rows.split(",")]
+        except KeyError as e:  # the unknown row and the known ones, as a usage error
+            raise ValueError(e.args[0]) from None
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -289,7 +303,7 @@ def main(argv=None) -> int:
     s.add_argument("--degrees", default=None, help="e.g. 3,4,5 or 3:6:1 (3,4,5; figures 3,4,5,6)")
     s.add_argument("--fit-intervals", default="2:7:0.25", help="L_i values, a:b:step or a list")
     s.add_argument("--clamps", default="2:8:0.25", help="L_c values, a:b:step or a list")
-    s.add_argument("--max-gap", type=float, default=1.0, help="keep L_c <= L_i + this (1)")
+    s.add_argument("--max-gap", type=finite_float, default=1.0, help="keep L_c <= L_i + this (1)")
     add_form_arguments(s)
     s.add_argument("--points", type=int, default=None, help="sample points of the float64 fit")
     s.add_argument("--iters", type=int, default=None, help="IRLS iterations")

@@ -99,3 +99,32 @@ def test_an_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):
     assert cli.main(["codegen", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err
+
+
+def test_experiments_bad_arguments_are_usage_errors(capsys):
+    """Counts below 1, nan and unknown rows are refused before any work starts, in one line
+    with exit 2 (issue 36, item 8: --rounds 0 and --threads 0 used to start a full run on the
+    defaults, --size -5 and --rows bogus ended in tracebacks, the search printed "(no rows)")."""
+    import pytest
+
+    from experiments import cli as ecli
+
+    for argv in (
+        ["bench", "--size", "-5"],
+        ["bench", "--rounds", "0"],
+        ["bench", "--calls", "0"],
+        ["bench", "--threads", "0"],
+        ["search", "--target", "sigmoid", "--max-gap", "nan"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            ecli.main(argv)
+        assert exc.value.code == 2, argv
+        assert argv[-2] in capsys.readouterr().err, argv
+    for argv, words in (
+        (["table2", "--rows", "bogus"], "no Table 2 row 'bogus'"),
+        (["search", "--target", "sigmoid", "--fit-intervals", "-4"], "--fit-intervals"),
+        (["search", "--target", "sigmoid", "--clamps", "0"], "--clamps"),
+    ):
+        assert ecli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and words in err and "\n" not in err, (argv, err)

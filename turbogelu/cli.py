@@ -7,6 +7,7 @@ which reuses the argument helpers below."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -73,6 +74,29 @@ def _cmd_fit(args) -> int:
         )
     print(f"default backward: {s['default_backward']}", file=sys.stderr)
     return 0
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (a count of elements, rounds, calls or
+    threads), so that 0 or -5 is a usage error rather than a silent default or a traceback."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (nan and inf are usage errors)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return v
 
 
 def write_text(text: str, out, force: bool = False) -> int:
