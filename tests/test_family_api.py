@@ -416,3 +416,27 @@ def test_bad_arguments_get_the_ops_own_messages():
     for fn in (turbogelu.gelu, turbogelu.gelu_, turbogelu.ops.gelu_op):
         with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh', got None"):
             fn(torch.randn(3), None)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_backward_ops_errors_name_the_backward_op(device):
+    """A backward op's dtype, shape and device errors name that op (sigmoid_backward), not its
+    forward (issue 36, item 8), in the kernels and in the fake (meta) kernels alike."""
+    x = torch.randn(4, 6, device=device)
+    for fn in ("sigmoid", "tanh", "silu", "exp2"):
+        op = getattr(OPS, f"{fn}_backward")
+        with pytest.raises(TypeError, match=rf"turbogelu\.{fn}_backward: grad has dtype"):
+            op(x.double(), x)
+        with pytest.raises(RuntimeError, match=rf"turbogelu\.{fn}_backward: grad has shape"):
+            op(torch.randn(6, 4, device=device), x)  # same size, other shape
+        with pytest.raises(RuntimeError, match=rf"turbogelu\.{fn}_backward: out has shape"):
+            op.out(x, x, out=torch.empty(6, 4, device=device))
+    with pytest.raises(RuntimeError, match=r"turbogelu\.softcap_backward: grad has shape"):
+        OPS.softcap_backward(torch.randn(6, 4, device=device), x, 2.0)
+    with pytest.raises(RuntimeError, match=r"turbogelu\.swiglu_backward: grad has shape"):
+        OPS.swiglu_backward(torch.randn(6, 4, device=device), x, x)
+    with pytest.raises(RuntimeError, match=r"turbogelu\.swiglu_backward: b has shape"):
+        OPS.swiglu_backward(x, x, torch.randn(6, 4, device=device))
+    if device == "cpu":
+        with pytest.raises(RuntimeError, match=r"turbogelu\.sigmoid_backward: grad is on meta"):
+            OPS.sigmoid_backward(x.to("meta"), x)

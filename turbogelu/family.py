@@ -72,23 +72,25 @@ def _register_unary_fakes(name: str) -> None:
         _check_tier(name, tier)
         _gelu_ops._check_dtype(x, name)
 
+    bname = f"{name}_backward"  # the tensors' errors name the op called, as the C++ does
+
     @torch.library.register_fake(f"turbogelu::{name}_backward")
     def _fake_backward(grad, x, backward="default", tier="accurate"):
         _check_tier(name, tier)
         _check_backward(name, backward)
-        check_same_device(name, x, grad=grad)
-        _gelu_ops._check_dtype(x, name)
-        _check_like(grad, x, name, "grad", "x")
+        check_same_device(bname, x, grad=grad)
+        _gelu_ops._check_dtype(x, bname)
+        _check_like(grad, x, bname, "grad", "x")
         return torch.empty_like(x)
 
     @torch.library.register_fake(f"turbogelu::{name}_backward.out")
     def _fake_backward_out(grad, x, backward="default", tier="accurate", *, out):
         _check_tier(name, tier)
         _check_backward(name, backward)
-        check_same_device(name, x, grad=grad, out=out)
-        _gelu_ops._check_dtype(x, name)
-        _check_like(grad, x, name, "grad", "x")
-        _check_like(out, x, name, "out", "x")
+        check_same_device(bname, x, grad=grad, out=out)
+        _gelu_ops._check_dtype(x, bname)
+        _check_like(grad, x, bname, "grad", "x")
+        _check_like(out, x, bname, "out", "x")
 
 
 for _name in (*UNARY, "exp2"):
@@ -125,25 +127,25 @@ def _softcap_backward_fake(grad, x, cap, backward="default", tier="accurate"):
     _check_tier("softcap", tier)
     _check_backward("softcap", backward)
     _check_cap(cap)
-    check_same_device("softcap", x, grad=grad)
-    _gelu_ops._check_dtype(x, "softcap")
-    _check_like(grad, x, "softcap", "grad", "x")
+    check_same_device("softcap_backward", x, grad=grad)
+    _gelu_ops._check_dtype(x, "softcap_backward")
+    _check_like(grad, x, "softcap_backward", "grad", "x")
     return torch.empty_like(x)
 
 
 @torch.library.register_fake("turbogelu::softcap_backward.out")
 def _softcap_backward_out_fake(grad, x, cap, backward="default", tier="accurate", *, out):
     _softcap_backward_fake(grad, x, cap, backward, tier)
-    check_same_device("softcap", x, out=out)
-    _check_like(out, x, "softcap", "out", "x")
+    check_same_device("softcap_backward", x, out=out)
+    _check_like(out, x, "softcap_backward", "out", "x")
 
 
-def _check_gated(a, b, **others) -> None:
-    check_same_device("swiglu", a, xname="a", b=b, **others)
-    _gelu_ops._check_dtype(a, "swiglu")
-    _check_like(b, a, "swiglu", "b", "a")
+def _check_gated(a, b, op: str = "swiglu", **others) -> None:
+    check_same_device(op, a, xname="a", b=b, **others)
+    _gelu_ops._check_dtype(a, op)
+    _check_like(b, a, op, "b", "a")
     for what, t in others.items():  # grad, and the outputs (named "out" as in C++)
-        _check_like(t, a, "swiglu", "out" if what.startswith("grad_") else what, "a")
+        _check_like(t, a, op, "out" if what.startswith("grad_") else what, "a")
 
 
 @torch.library.register_fake("turbogelu::swiglu")
@@ -164,7 +166,7 @@ def _swiglu_out_fake(a, b, *, tier="accurate", out):
 def _swiglu_backward_fake(grad, a, b, backward="default", tier="accurate"):
     _check_tier("swiglu", tier)
     _check_backward("swiglu", backward)
-    _check_gated(a, b, grad=grad)
+    _check_gated(a, b, "swiglu_backward", grad=grad)
     return torch.empty_like(a), torch.empty_like(a)
 
 
@@ -172,7 +174,7 @@ def _swiglu_backward_fake(grad, a, b, backward="default", tier="accurate"):
 def _swiglu_backward_out_fake(grad, a, b, backward="default", tier="accurate", *, grad_a, grad_b):
     _check_tier("swiglu", tier)
     _check_backward("swiglu", backward)
-    _check_gated(a, b, grad=grad, grad_a=grad_a, grad_b=grad_b)
+    _check_gated(a, b, "swiglu_backward", grad=grad, grad_a=grad_a, grad_b=grad_b)
 
 
 # ---------------------------------------------------------------- backward from the result

@@ -391,10 +391,11 @@ def family_forward_out(op, x, cap, out, tier="accurate") -> None:
 
 
 def _check_family_backward_args(op, grad, x) -> None:
-    _check_device(x, x, op, "x")
-    _check_device(grad, x, op, "grad")
-    _check_dtype(x, op)
-    check_family_like(grad, x, op, "grad", "x")
+    name = f"{op}_backward"  # the op called, as family_common.h names it
+    _check_device(x, x, name, "x")
+    _check_device(grad, x, name, "grad")
+    _check_dtype(x, name)
+    check_family_like(grad, x, name, "grad", "x")
 
 
 def family_backward(op, grad, x, cap=1.0, backward="default", tier="accurate"):
@@ -407,8 +408,8 @@ def family_backward(op, grad, x, cap=1.0, backward="default", tier="accurate"):
 
 def family_backward_out(op, grad, x, cap, backward, out, tier="accurate") -> None:
     _check_family_backward_args(op, grad, x)
-    _check_device(out, x, op, "out")
-    check_family_like(out, x, op, "out", "x")
+    _check_device(out, x, f"{op}_backward", "out")
+    check_family_like(out, x, f"{op}_backward", "out", "x")
     d, inv, _ = _family_call(op, tier, backward, cap)
     _check_internal_overlap(out, op)
     _check_no_partial_overlap(out, x)
@@ -449,9 +450,10 @@ def family_gated_out(op, a, b, out, tier="accurate") -> None:
 
 
 def _check_gated_backward(op, grad, a, b) -> None:
-    _check_gated(op, a, b)
-    _check_device(grad, a, op, "grad")
-    check_family_like(grad, a, op, "grad", "a")
+    name = f"{op}_backward"
+    _check_gated(name, a, b)
+    _check_device(grad, a, name, "grad")
+    check_family_like(grad, a, name, "grad", "a")
 
 
 def family_gated_backward(op, grad, a, b, backward="default", tier="accurate"):
@@ -466,8 +468,8 @@ def family_gated_backward(op, grad, a, b, backward="default", tier="accurate"):
 def family_gated_backward_out(op, grad, a, b, backward, grad_a, grad_b, tier="accurate") -> None:
     _check_gated_backward(op, grad, a, b)
     for o in (grad_a, grad_b):
-        _check_device(o, a, op, "out")
-        check_family_like(o, a, op, "out", "a")
+        _check_device(o, a, f"{op}_backward", "out")
+        check_family_like(o, a, f"{op}_backward", "out", "a")
         _check_internal_overlap(o, op)
         for t in (grad, a, b):
             _check_no_partial_overlap(o, t)

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cmath>
+#include <string>
 #include <tuple>
 
 #include "turbogelu/family.h"
@@ -105,8 +106,14 @@ struct FamilyOps {
     if (!target.is_same(out)) out.copy_(target);
   }
 
+  // The name of op's backward op, which its tensors' errors name (the op that was called).
+  static std::string backward_name(FamilyOp op) {
+    return std::string(family_op(op).name) + "_backward";
+  }
+
   static void check_backward_args(FamilyOp op, const at::Tensor& grad, const at::Tensor& x) {
-    const char* name = family_op(op).name;
+    const std::string bname = backward_name(op);
+    const char* name = bname.c_str();
     B::check_device(x, x, name, "x");
     B::check_device(grad, x, name, "grad");
     check_dtype(x, name);
@@ -127,7 +134,8 @@ struct FamilyOps {
   static void backward_out(FamilyOp op, const at::Tensor& grad, const at::Tensor& x, double cap,
                            c10::string_view backward, c10::string_view tier,
                            const at::Tensor& out) {
-    const char* name = family_op(op).name;
+    const std::string bname = backward_name(op);
+    const char* name = bname.c_str();
     check_backward_args(op, grad, x);
     B::check_device(out, x, name, "out");
     check_like(out, x, name, "out", "x");
@@ -144,8 +152,9 @@ struct FamilyOps {
 
   // ------------------------------------------------ Gated: f(a) b and its backward
 
-  static void check_gated(FamilyOp op, const at::Tensor& a, const at::Tensor& b) {
-    const char* name = family_op(op).name;
+  static void check_gated(FamilyOp op, const at::Tensor& a, const at::Tensor& b,
+                          const char* name = nullptr) {
+    if (name == nullptr) name = family_op(op).name;
     B::check_device(a, a, name, "a");
     B::check_device(b, a, name, "b");
     check_dtype(a, name);
@@ -182,8 +191,9 @@ struct FamilyOps {
 
   static void check_gated_backward(FamilyOp op, const at::Tensor& grad, const at::Tensor& a,
                                    const at::Tensor& b) {
-    check_gated(op, a, b);
-    const char* name = family_op(op).name;
+    const std::string bname = backward_name(op);
+    const char* name = bname.c_str();
+    check_gated(op, a, b, name);
     B::check_device(grad, a, name, "grad");
     check_like(grad, a, name, "grad", "a");
   }
@@ -206,7 +216,8 @@ struct FamilyOps {
                                  const at::Tensor& b, c10::string_view backward,
                                  c10::string_view tier, const at::Tensor& grad_a,
                                  const at::Tensor& grad_b) {
-    const char* name = family_op(op).name;
+    const std::string bname = backward_name(op);
+    const char* name = bname.c_str();
     check_gated_backward(op, grad, a, b);
     for (const at::Tensor* o : {&grad_a, &grad_b}) {
       B::check_device(*o, a, name, "out");
