@@ -755,7 +755,8 @@ def _errors():
             lambda o: o.tanh_backward.out(x, x, out=torch.empty(5)),
             True,
             RuntimeError,
-            r"turbogelu\.tanh_backward: out has shape \[5\] but x has shape \[4\] \(no broadcasting",
+            r"turbogelu\.tanh_backward: out has shape \[5\] but x has shape \[4\] "
+            r"\(no broadcasting",
         ),
         (
             "grad_dtype",
