@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from turbogelu.approx import mindegree as md
-from turbogelu.approx import polyspec, reference, replay, report, rounding, targets
+from turbogelu.approx import polyspec, reference, replay, report, rounding, spec, targets
 
 F32 = np.float32
 F64 = np.float64
@@ -458,7 +458,7 @@ def test_the_shipped_kernel_under_the_bounded_criterion():
     # The shipped program (degree 8): bfloat16 within the bound everywhere (as
     # tests/test_accuracy.py holds it); float16 over 1 ulp on part of [-3, 0) (up to 6), which
     # the degree-8 float16 program of the test above is not.
-    shipped = polyspec.turbogelu_form("none", "forward")
+    shipped = spec.turbogelu_form("none", "forward")
     for fmt, want in (("bfloat16", 0), ("float16", None)):
         p = _prob(fmt, "bounded")
         ck = md.check(p, polyspec.replay(shipped, p.x32))

@@ -102,8 +102,8 @@ def test_validation(changes, message):
 def _examples() -> list[PolySpec]:
     sig64 = _fitted("sigmoid", "float64")
     return [
-        polyspec.TURBOGELU_FORM,
-        polyspec.turbogelu_form("tanh", "backward_direct"),
+        spec.turbogelu_form(),
+        spec.turbogelu_form("tanh", "backward_direct"),
         _fitted("silu", "float16"),
         _fitted("tanh", "bfloat16"),
         sig64,
@@ -120,7 +120,7 @@ def test_json_round_trip():
         assert [float.hex(c) for c in back.coefficients] == [float.hex(c) for c in ps.coefficients]
         assert back.clamp == ps.clamp and back.fit_interval == ps.fit_interval
     # Coefficients are stored as hex (the shipped ones as in data/specs, C-literal style).
-    d = polyspec.TURBOGELU_FORM.to_dict()
+    d = spec.turbogelu_form().to_dict()
     shipped = spec.load(spec.spec_path("none"))["forward"]
     assert d["coefficients"] == shipped["coefficients"]
     assert d["clamp"] == float.hex(float.fromhex(shipped["clamp"]))
@@ -131,7 +131,7 @@ def test_json_round_trip():
 
 
 def test_from_dict_rejects_malformed_data():
-    d = polyspec.TURBOGELU_FORM.to_dict()
+    d = spec.turbogelu_form().to_dict()
     with pytest.raises(ValueError, match="malformed"):
         PolySpec.from_dict({k: v for k, v in d.items() if k != "fmt"})
     with pytest.raises(ValueError, match="not a"):
@@ -173,7 +173,7 @@ def test_basis_and_residual_approx(form):
 
 
 def test_evaluate_is_reconstruction_inside_and_asymptote_outside():
-    ps = polyspec.TURBOGELU_FORM
+    ps = spec.turbogelu_form()
     R = ps.clamp
     x = np.concatenate([np.linspace(-8.0, 8.0, 1601), [R, -R, np.inf, -np.inf, np.nan, -0.0]])
     got = ps.evaluate(x)
@@ -208,7 +208,7 @@ def test_every_target_fits_and_replays():
 
 
 def test_op_counts():
-    ps = polyspec.TURBOGELU_FORM  # degree 8
+    ps = spec.turbogelu_form()  # degree 8
     assert ps.op_count() == {"fma": 10, "mul": 2, "add": 0, "total": 12}
     assert ps.op_count(fma=False) == {"fma": 0, "mul": 12, "add": 10, "total": 22}
     # Estrin on 9 coefficients: 4 + 2 + 1 + 1 pair FMAs and 3 squarings of z.
@@ -253,7 +253,7 @@ def _assert_same_bits(a: np.ndarray, b: np.ndarray, msg: str) -> None:
 def test_turbogelu_form_replays_the_kernel_bit_for_bit(mode):
     data = spec.load(spec.spec_path(mode))
     for part in spec.PARTS:
-        ps = polyspec.turbogelu_form(mode, part)
+        ps = spec.turbogelu_form(mode, part)
         values = spec.part_values(data[part])
         assert ps.program == "turbogelu" and ps.fmt == "float32"
         assert ps.clamp == ps.fit_interval == values["clamp"] and ps.scale == values["scale"]
@@ -265,9 +265,9 @@ def test_turbogelu_form_replays_the_kernel_bit_for_bit(mode):
             else:
                 want = replay.backward32(x, values, scheme=scheme)
             _assert_same_bits(got, want, f"{mode} {part} {scheme}")
-    assert polyspec.turbogelu_form() == polyspec.TURBOGELU_FORM
-    assert polyspec.TURBOGELU_FORM.target == "gelu"
-    assert polyspec.turbogelu_form("tanh", "backward_matched").target == "gelu_tanh_grad"
+    assert spec.turbogelu_form() == spec.turbogelu_form()
+    assert spec.turbogelu_form().target == "gelu"
+    assert spec.turbogelu_form("tanh", "backward_matched").target == "gelu_tanh_grad"
 
 
 def test_generic_program_is_close_to_the_kernels():
@@ -276,7 +276,7 @@ def test_generic_program_is_close_to_the_kernels():
     # sqrt(2) ulps of R^2 apart (2 R ulp(R) >= sqrt(2) ulp(R^2)), so rounding cannot merge
     # them. The same coefficients in the generic order (fma(y, p, x/2) against the kernel's
     # x fma(x, p, 1/2)) then differ by rounding only, and at -0.0 (+0.0 from the generic FMA).
-    kern = polyspec.TURBOGELU_FORM
+    kern = spec.turbogelu_form()
     gen = dataclasses.replace(kern, program="generic")
     x = _float32_inputs(kern.clamp)
     R = F32(kern.clamp)
@@ -293,7 +293,7 @@ def test_generic_program_is_close_to_the_kernels():
 
 
 def test_fma_and_split_differ_by_rounding_only():
-    for ps in (polyspec.TURBOGELU_FORM, _fitted("silu_grad"), _fitted("tanh")):
+    for ps in (spec.turbogelu_form(), _fitted("silu_grad"), _fitted("tanh")):
         x = np.linspace(-ps.clamp, ps.clamp, 20001).astype(F32)
         a = polyspec.replay(ps, x).astype(np.float64)
         b = polyspec.replay(ps, x, fma=False).astype(np.float64)

@@ -21,7 +21,7 @@ def test_crossing_of_degree_8_is_near_the_shipped_clamp():
 
 
 def test_dependency_depth_of_the_shipped_form():
-    ps = polyspec.turbogelu_form()
+    ps = spec.turbogelu_form()
     # x*x, z = fma, 8 Horner FMAs, fma(x, p, 1/2), x * h.
     assert ps.dependency_depth("horner") == 12 == ps.op_count("horner")["total"]
     # Estrin: 4 levels of FMAs on z, z^2, z^4, z^8 instead of 8.
@@ -46,7 +46,7 @@ def test_alternations():
 
 @pytest.mark.parametrize("scheme", ["horner", "estrin"])
 def test_rounding_error_is_small(scheme):
-    ps = polyspec.turbogelu_form()
+    ps = spec.turbogelu_form()
     x = np.linspace(-ps.clamp, ps.clamp, 20001)
     fused = family_fit.rounding_error(ps, x, scheme=scheme)
     split = family_fit.rounding_error(ps, x, scheme=scheme, fma=False)

@@ -39,29 +39,28 @@ PolySpec, and ``replay`` reproduces ``replay.forward32`` bit for bit with it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from . import rounding, spec, targets
+from . import rounding, targets
 from .replay import Arith, DepthArith, Program, program, run
 
 VARIABLES = ("u", "y")
 PROGRAMS = ("generic", "turbogelu")
 JSON_KIND = "turbogelu.polyspec"
 JSON_VERSION = 1
+JSON_INDENT = 2  # as the committed packed specs (spec.SCHEMAS["packed"])
 
 
 def _hex(v: float, fmt: str) -> str:
-    """Exact hex text of a value of ``fmt``: C-literal style (spec.f32_hex) below float64."""
+    """Exact hex text of a value of ``fmt``: C-literal style (rounding.f32_hex) below float64."""
     v = float(v)
     if fmt == "float64" or not math.isfinite(v):
         return float.hex(v)
-    return spec.f32_hex(v)
+    return rounding.f32_hex(v)
 
 
 @dataclass(frozen=True)
@@ -276,7 +275,8 @@ class PolySpec:
         }
 
     def to_json(self) -> str:
-        return spec.dumps(self.to_dict(), "packed")  # the packed specs are PolySpec documents
+        # The packed specs are PolySpec documents, written as spec.dumps writes them.
+        return json.dumps(self.to_dict(), indent=JSON_INDENT) + "\n"
 
     @classmethod
     def from_dict(cls, d: dict) -> PolySpec:
@@ -336,46 +336,3 @@ def replay(
     work = "float32" if precision == "float32" else ps.fmt
     out = run(ps.replay_program(), x, work, fused=fma, scheme=scheme)
     return out.astype(np.float64 if work == "float64" else np.float32)
-
-
-# ---------------------------------------------------------------- the shipped kernel's form
-
-
-@functools.cache
-def turbogelu_form(mode: str = "none", part: str = "forward", path: str | None = None):
-    """A shipped kernel spec (data/specs/gelu_<mode>.json) as a PolySpec.
-
-    Forward: target gelu / gelu_tanh, x/2 + u^2 P(z); backward parts: gelu_grad /
-    gelu_tanh_grad, 1/2 + sign(x) u Q(z) = 1/2 + x Q(z). Both with z = fma(x*x, 2/R^2, -1),
-    fit interval = clamp = R, float32, program "turbogelu". The stored scale must equal the
-    PolySpec's fl(2 / R^2) (checked).
-    """
-    p = Path(path) if path is not None else spec.spec_path(mode)
-    data = spec.load(p)
-    if part not in spec.PARTS:
-        raise ValueError(f"part must be one of {spec.PARTS}, got {part!r}")
-    vals = spec.part_values(data[part])
-    grad = part != "forward"
-    ps = PolySpec(
-        target=rounding.gelu_function(data["approximate"], grad),
-        variable="y",
-        factor=1 if grad else 2,
-        shift=True,
-        degree=len(vals["coefficients"]) - 1,
-        fit_interval=vals["clamp"],
-        clamp=vals["clamp"],
-        fmt="float32",
-        coefficients=tuple(vals["coefficients"]),
-        method=data[part]["method"],
-        program="turbogelu",
-        meta={"source": p.name, "part": part, "generated_by": data["generated_by"]},
-    )
-    if ps.scale != vals["scale"]:
-        raise ValueError(f"{p}: stored scale {vals['scale']!r} != fl(2/R^2) = {ps.scale!r}")
-    return ps
-
-
-def __getattr__(name: str):
-    if name == "TURBOGELU_FORM":  # loaded on first use, not at import
-        return turbogelu_form()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -477,3 +477,13 @@ def format_table(rows: list[dict], title: str = "") -> str:
             f"{r['argmax_x']:.6g}"
         )
     return "\n".join(lines)
+
+
+def f32_hex(v: float) -> str:
+    """float32 value as a C hex-float literal body, e.g. '0x1.988454p-3' (no suffix)."""
+    v = float(F32(v))
+    if v == 0.0:
+        return "-0x0p+0" if np.signbit(v) else "0x0p+0"
+    mant, exp = float.hex(v).split("p")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}"

@@ -23,6 +23,7 @@ The settings each kind is fitted with are in one table below (``DEFAULTS``,
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shlex
@@ -38,6 +39,8 @@ from .._spec_names import METAL_SETS as METAL_SETS
 from .._spec_names import MODES as MODES
 from .._spec_names import PARTS as PARTS
 from . import fit, reference, replay, rounding
+from .polyspec import JSON_INDENT, PolySpec
+from .rounding import f32_hex as f32_hex  # the spec files' hex form, where it was first
 
 F32 = np.float32
 # Package data (turbogelu/_data/specs, shipped in the wheel); in the checkout a link to the
@@ -168,16 +171,6 @@ def defaults(mode: str) -> FitSettings:
     except KeyError:
         known = list(DEFAULTS)
         raise ValueError(f"no shipped spec for gelu mode {mode!r}; known: {known}") from None
-
-
-def f32_hex(v: float) -> str:
-    """float32 value as a C hex-float literal body, e.g. '0x1.988454p-3' (no suffix)."""
-    v = float(F32(v))
-    if v == 0.0:
-        return "-0x0p+0" if np.signbit(v) else "0x0p+0"
-    mant, exp = float.hex(v).split("p")
-    mant = mant.rstrip("0").rstrip(".")
-    return f"{mant}p{exp}"
 
 
 def from_hex(s: str) -> float:
@@ -324,7 +317,7 @@ SCHEMAS = {
         "gelu_{mode}_{direction}_bf16.json",
         "packed spec",
         "python -m turbogelu.approx.packed",
-        2,
+        JSON_INDENT,
     ),
     # The family's table-driven CPU programs (family_cells.py): {mode} is the function.
     "family_cells": Schema(
@@ -439,14 +432,10 @@ def _check_cells(spec: dict) -> None:
 
 
 def _check_packed(spec: dict) -> None:
-    from .polyspec import PolySpec  # polyspec imports this module
-
     PolySpec.from_dict(spec)  # the PolySpec document's own checks
 
 
 def _check_tier(spec: dict, tier: str) -> None:
-    from .polyspec import PolySpec  # polyspec imports this module
-
     if spec["schema"] != SCHEMA_VERSION:
         raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
     if spec["tier"] != tier:
@@ -625,3 +614,40 @@ def describe_write(path: str | Path, outcome: str) -> str:
             f"figures to a relative {MEASURED_RTOL:g})"
         )
     return f"{'overwrote' if outcome == 'overwritten' else 'wrote'} {path}"
+
+
+# ---------------------------------------------------------------- the shipped kernels as PolySpecs
+
+
+@functools.cache
+def turbogelu_form(mode: str = "none", part: str = "forward", path: str | None = None):
+    """A shipped kernel spec (data/specs/gelu_<mode>.json) as a PolySpec.
+
+    Forward: target gelu / gelu_tanh, x/2 + u^2 P(z); backward parts: gelu_grad /
+    gelu_tanh_grad, 1/2 + sign(x) u Q(z) = 1/2 + x Q(z). Both with z = fma(x*x, 2/R^2, -1),
+    fit interval = clamp = R, float32, program "turbogelu". The stored scale must equal the
+    PolySpec's fl(2 / R^2) (checked).
+    """
+    p = Path(path) if path is not None else spec_path(mode)
+    data = load(p)
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    vals = part_values(data[part])
+    grad = part != "forward"
+    ps = PolySpec(
+        target=rounding.gelu_function(data["approximate"], grad),
+        variable="y",
+        factor=1 if grad else 2,
+        shift=True,
+        degree=len(vals["coefficients"]) - 1,
+        fit_interval=vals["clamp"],
+        clamp=vals["clamp"],
+        fmt="float32",
+        coefficients=tuple(vals["coefficients"]),
+        method=data[part]["method"],
+        program="turbogelu",
+        meta={"source": p.name, "part": part, "generated_by": data["generated_by"]},
+    )
+    if ps.scale != vals["scale"]:
+        raise ValueError(f"{p}: stored scale {vals['scale']!r} != fl(2/R^2) = {ps.scale!r}")
+    return ps
