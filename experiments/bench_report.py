@@ -28,7 +28,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import records
-from .bench_targets import alone_range
 
 SEED_CSV = Path(__file__).resolve().parents[1] / "data" / "seeds" / "turbogelu_bench.csv"
 DIRECTIONS = ("forward", "backward")
@@ -47,6 +46,14 @@ PROTOCOL_ORDER = (
     "limit: mul",
     "limit: stream read2",
 )
+
+
+def alone_range(row: dict, fmt) -> str:
+    """A checked row's alone medians as "lo-hi" in us (one median in runs recorded before the
+    check had repeats), each written by ``fmt``."""
+    alone = row.get("alone_p50s_us") or [row["alone_p50_us"]]
+    lo, hi = min(alone), max(alone)
+    return fmt(lo) if lo == hi else f"{fmt(lo)}-{fmt(hi)}"
 
 
 # ---------------------------------------------------------------- loading

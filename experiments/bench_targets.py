@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import records
+from .bench_report import add_ratios, alone_range, load
 
 # (direction, dtype) -> (S, L). S: how many times faster than PyTorch's eager exact GELU;
 # L: how many times the fastest limit row. 16-bit rows get more room on both: PyTorch is
@@ -403,15 +404,6 @@ def _met(t: dict) -> str:
     return text
 
 
-def alone_range(row: dict, fmt=None) -> str:
-    """A checked row's alone medians as "lo-hi" in us (one median in runs recorded before the
-    check had repeats), each written by ``fmt`` (default: this table's)."""
-    fmt = fmt or _us
-    alone = row.get("alone_p50s_us") or [row["alone_p50_us"]]
-    lo, hi = min(alone), max(alone)
-    return fmt(lo) if lo == hi else f"{fmt(lo)}-{fmt(hi)}"
-
-
 def render(result: dict, heading: bool = True) -> str:
     """The targets as Markdown: the protocol table, the DRAM table, the baseline rows off
     their alone timing, and what could not be evaluated (``heading``: a "## Targets" title
@@ -492,7 +484,7 @@ def _render_gelu(result: dict, lines: list[str]) -> None:
             " their times alone in fresh processes (baseline_suspect): "
             + "; ".join(
                 f"{r['bench']} {r['direction']} {r['dtype']} {r['method']}:"
-                f" {_us(r['p50_us'])} us interleaved, {alone_range(r)} us alone"
+                f" {_us(r['p50_us'])} us interleaved, {alone_range(r, _us)} us alone"
                 for r in b["suspects"]
             )
             + "."
@@ -608,8 +600,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--run", default="last", help="run id (default: the file's last run)")
     p.add_argument("--json", default=None, help="also write the result here")
     args = p.parse_args(argv)
-    from .bench_report import add_ratios, load
-
     path = Path(args.file)
     if not path.is_file():
         print(f"bench_targets: {path}: no such file (python -m experiments bench)", file=sys.stderr)
