@@ -56,6 +56,7 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'turbogelu' has no attribute {name!r}")
+    importlib.import_module("turbogelu.ops")  # every op's registrations, GELU's and the family's
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -11,6 +11,15 @@ import torch
 from ._spec_names import BACKWARDS, MODES
 
 BACKWARD = ("default", *BACKWARDS)
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def check_dtype(t: torch.Tensor, op: str) -> None:
+    if t.dtype not in DTYPES:
+        raise TypeError(
+            f"turbogelu.{op}: unsupported dtype {t.dtype}; supported dtypes are float32, "
+            "float64, float16 and bfloat16"
+        )
 
 
 def check_args(approximate: str, backward: str = "default") -> None:

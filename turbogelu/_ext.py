@@ -23,3 +23,22 @@ def load_extension():
                 "turbogelu.approx) work without it."
             ) from e
     return _loaded
+
+
+_library_ready = False
+
+
+def load_library() -> None:
+    """What the op modules (ops.py, family.py) need before they register fakes and autograd:
+    the extension, the Apple GPU kernels (Metal, compiled at first use: mps.py) and the tag
+    that keys torch.compile's disk caches by this package's Python registrations
+    (_compile_cache.py); once."""
+    global _library_ready
+    if not _library_ready:
+        from . import mps
+        from ._compile_cache import tag_compile_caches
+
+        load_extension()
+        mps.register()
+        tag_compile_caches()
+        _library_ready = True

@@ -32,14 +32,16 @@ import math
 
 import torch
 
-from . import ops as _gelu_ops  # loads the extension and the GELU registrations first
 from ._checks import check_cap as _check_cap
 from ._checks import check_cap_type as _check_cap_type
+from ._checks import check_dtype as _check_dtype
 from ._checks import check_family_backward as _check_backward
 from ._checks import check_family_like as _check_like
 from ._checks import check_out, check_same_device
 from ._checks import check_tier as _check_tier
+from ._ext import load_library
 
+load_library()
 _ops = torch.ops.turbogelu
 UNARY = ("sigmoid", "tanh", "silu")
 FUNCTIONS = (*UNARY, "softcap", "swiglu", "exp2")  # exp2: a Plain op with programs of its own
@@ -57,20 +59,20 @@ def _register_unary_fakes(name: str) -> None:
     def _fake(x, *, backward="default", tier="accurate"):
         _check_tier(name, tier)
         _check_backward(name, backward)
-        _gelu_ops._check_dtype(x, name)
+        _check_dtype(x, name)
         return torch.empty_like(x)
 
     @torch.library.register_fake(f"turbogelu::{name}.out")
     def _fake_out(x, *, tier="accurate", out):
         _check_tier(name, tier)
         check_same_device(name, x, out=out)
-        _gelu_ops._check_dtype(x, name)
+        _check_dtype(x, name)
         check_out(out, x, name)
 
     @torch.library.register_fake(f"turbogelu::{name}_")
     def _fake_inplace(x, tier="accurate"):
         _check_tier(name, tier)
-        _gelu_ops._check_dtype(x, name)
+        _check_dtype(x, name)
 
     bname = f"{name}_backward"  # the tensors' errors name the op called, as the C++ does
 
@@ -79,7 +81,7 @@ def _register_unary_fakes(name: str) -> None:
         _check_tier(name, tier)
         _check_backward(name, backward)
         check_same_device(bname, x, grad=grad)
-        _gelu_ops._check_dtype(x, bname)
+        _check_dtype(x, bname)
         _check_like(grad, x, bname, "grad", "x")
         return torch.empty_like(x)
 
@@ -88,7 +90,7 @@ def _register_unary_fakes(name: str) -> None:
         _check_tier(name, tier)
         _check_backward(name, backward)
         check_same_device(bname, x, grad=grad, out=out)
-        _gelu_ops._check_dtype(x, bname)
+        _check_dtype(x, bname)
         _check_like(grad, x, bname, "grad", "x")
         _check_like(out, x, bname, "out", "x")
 
@@ -102,7 +104,7 @@ def _softcap_fake(x, cap, *, backward="default", tier="accurate"):
     _check_tier("softcap", tier)
     _check_backward("softcap", backward)
     _check_cap(cap)
-    _gelu_ops._check_dtype(x, "softcap")
+    _check_dtype(x, "softcap")
     return torch.empty_like(x)
 
 
@@ -111,7 +113,7 @@ def _softcap_out_fake(x, cap, *, tier="accurate", out):
     _check_tier("softcap", tier)
     check_same_device("softcap", x, out=out)
     _check_cap(cap)
-    _gelu_ops._check_dtype(x, "softcap")
+    _check_dtype(x, "softcap")
     check_out(out, x, "softcap")
 
 
@@ -119,7 +121,7 @@ def _softcap_out_fake(x, cap, *, tier="accurate", out):
 def _softcap_inplace_fake(x, cap, tier="accurate"):
     _check_tier("softcap", tier)
     _check_cap(cap)
-    _gelu_ops._check_dtype(x, "softcap")
+    _check_dtype(x, "softcap")
 
 
 @torch.library.register_fake("turbogelu::softcap_backward")
@@ -128,7 +130,7 @@ def _softcap_backward_fake(grad, x, cap, backward="default", tier="accurate"):
     _check_backward("softcap", backward)
     _check_cap(cap)
     check_same_device("softcap_backward", x, grad=grad)
-    _gelu_ops._check_dtype(x, "softcap_backward")
+    _check_dtype(x, "softcap_backward")
     _check_like(grad, x, "softcap_backward", "grad", "x")
     return torch.empty_like(x)
 
@@ -142,7 +144,7 @@ def _softcap_backward_out_fake(grad, x, cap, backward="default", tier="accurate"
 
 def _check_gated(a, b, op: str = "swiglu", **others) -> None:
     check_same_device(op, a, xname="a", b=b, **others)
-    _gelu_ops._check_dtype(a, op)
+    _check_dtype(a, op)
     _check_like(b, a, op, "b", "a")
     for what, t in others.items():  # grad, and the outputs (named "out" as in C++)
         _check_like(t, a, op, "out" if what.startswith("grad_") else what, "a")
@@ -219,7 +221,7 @@ def _register_from_output(name: str) -> None:
 
     def check(grad, y, cap, **outs):
         check_same_device(op, y, grad=grad, **outs)
-        _gelu_ops._check_dtype(y, op)
+        _check_dtype(y, op)
         _check_like(grad, y, op, "grad", "y")
         for what, t in outs.items():
             _check_like(t, y, op, what, "y")
@@ -410,7 +412,7 @@ torch.library.register_autograd(
 
 def _check_softmax(x, dim, tier) -> None:
     _check_tier("softmax", tier)
-    _gelu_ops._check_dtype(x, "softmax")
+    _check_dtype(x, "softmax")
     if x.dtype == torch.float64:
         raise TypeError(
             "turbogelu.softmax: float64 is not supported (the exp2 program is float32's; "

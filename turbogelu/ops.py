@@ -24,27 +24,18 @@ import math
 
 import torch
 
-from . import mps as _mps
+# The activation family's registrations (fake kernels, autograd) come with the ops, so that
+# torch.ops.turbogelu.sigmoid & co. are complete whichever module was imported; family.py
+# loads the extension (_ext.load_library) and does not import this module.
+from . import family as _family  # noqa: F401
+from ._checks import DTYPES as DTYPES
 from ._checks import check_args as _check_args
+from ._checks import check_dtype as _check_dtype
 from ._checks import check_grad_matches, check_out, check_same_device
-from ._compile_cache import tag_compile_caches
-from ._ext import load_extension
+from ._ext import load_library
 
-load_extension()
-_mps.register()  # the Apple GPU kernels (Metal, compiled at first use): turbogelu/mps.py
-# torch.compile's disk caches do not key the Python registrations below: _compile_cache.py.
-tag_compile_caches()
-
+load_library()
 _ops = torch.ops.turbogelu
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
-def _check_dtype(t: torch.Tensor, op: str) -> None:
-    if t.dtype not in DTYPES:
-        raise TypeError(
-            f"turbogelu.{op}: unsupported dtype {t.dtype}; supported dtypes are float32, "
-            "float64, float16 and bfloat16"
-        )
 
 
 # ---------------------------------------------------------------- fake kernels
@@ -346,8 +337,3 @@ def poly_gelu(x: torch.Tensor, spec) -> torch.Tensor:
 def poly_gelu_backward(grad: torch.Tensor, x: torch.Tensor, spec) -> torch.Tensor:
     """The backward kernel, ``grad * (1/2 + x P(z))``, with a "1/2 + odd" spec's coefficients."""
     return _ops.poly_gelu_backward(grad, x, *poly_args(spec))
-
-
-# The activation family's registrations (fake kernels, autograd) come with the ops, so that
-# torch.ops.turbogelu.sigmoid & co. are complete whichever module was imported first.
-from . import family as _family  # noqa: E402, F401
