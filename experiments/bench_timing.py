@@ -154,7 +154,7 @@ class _Clock:
 
 
 # Untimed calls before each batch, as a fraction of the batch's calls. Measured on the AVX2
-# AMD EPYC (2026-12-03, `experiments/baseline_alone/settle.py`): a 1M-element bfloat16 copy
+# AMD EPYC (2026-12-03, `experiments/archive/baseline_alone/settle.py`): a 1M-element bfloat16 copy
 # into a preallocated output, right after 20 calls of F.gelu (40 MiB of fresh outputs through
 # the caches), took 145 us on its first call, 102 on the next four, 88 on calls 5-19 and 56-59
 # from call 20 on; a 100-call batch averaged 65.4 us after F.gelu, 57.2 after copies, and

@@ -1,4 +1,4 @@
-"""The evidence scripts of experiments/cpu_op_costs/ that the README's speed-target claims rest on.
+"""The evidence scripts of experiments/archive/cpu_op_costs/ that the README's speed-target claims rest on.
 
 The microbenchmarks are timed by hand (`run.sh`), never here; what is held here is that they
 still compile and that `backward_degrees.py`'s check separates a backward within the bound
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-HERE = Path(__file__).resolve().parents[1] / "experiments" / "cpu_op_costs"
+HERE = Path(__file__).resolve().parents[1] / "experiments" / "archive" / "cpu_op_costs"
 
 
 def _load_backward_degrees():
@@ -53,7 +53,7 @@ def test_backward_degree_margin(degree, clamp, within):
 
 def _float_literals(source: str, name: str) -> list[float]:
     """The float literals of `const float NAME = v;` or `const float NAME[n] = {...};` in a
-    source of experiments/cpu_op_costs/ (a declaration may name several constants)."""
+    source of experiments/archive/cpu_op_costs/ (a declaration may name several constants)."""
     import re
 
     text = (HERE / source).read_text()

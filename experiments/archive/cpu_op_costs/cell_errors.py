@@ -8,7 +8,7 @@ h = 1/scale unless said:
 - the shipped form x * cubic on cells twice as wide (16-entry tables);
 - a quadratic for gelu per cell of width h (three lookups instead of four).
 
-    .venv/bin/python experiments/cpu_op_costs/cell_errors.py      # a few seconds
+    .venv/bin/python experiments/archive/cpu_op_costs/cell_errors.py      # a few seconds
 """
 
 import numpy as np

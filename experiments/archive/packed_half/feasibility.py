@@ -10,7 +10,7 @@ arithmetic), for coefficients fitted by the lab (``family_fit.fit_polyspec``, re
 neighbour search, in the 16-bit format) over degrees and clamps R. Prints one line per
 (format, form, direction, degree, R) with the ratio to PyTorch's error.
 
-    PYTHONPATH=. python experiments/packed_half/feasibility.py     (about 30 s)
+    PYTHONPATH=. python experiments/archive/packed_half/feasibility.py     (about 30 s)
 """
 
 from __future__ import annotations

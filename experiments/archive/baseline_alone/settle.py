@@ -9,7 +9,7 @@ allocate their outputs). This probe, one thread, in one process:
 * the mean of a 100-call batch after F.gelu, after copies, and after F.gelu followed by the
   untimed settle calls the benchmark now makes (``bench_timing.SETTLE_FRACTION``).
 
-    PYTHONPATH=. .venv/bin/python experiments/baseline_alone/settle.py [--dtype bfloat16]
+    PYTHONPATH=. .venv/bin/python experiments/archive/baseline_alone/settle.py [--dtype bfloat16]
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ It answers issue 13's question of whether a 16-bit backward with fewer operation
 shipped degree 8 exists within the bounds (a lower degree costs less: ``run.sh avx2 N THREADS
 backward`` times degrees 2 to 8). numpy only; about 20 seconds.
 
-    PYTHONPATH=. .venv/bin/python experiments/cpu_op_costs/backward_degrees.py
+    PYTHONPATH=. .venv/bin/python experiments/archive/cpu_op_costs/backward_degrees.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ placed at chosen offsets within a page from its inputs (4K aliasing between the 
 off. Configurations are interleaved per round (seeded shuffle); reported: the median of this
 thread's CPU time per call (wall time on a shared machine mostly measures the neighbours).
 
-    python experiments/baseline_alone/placement.py --op gelu_backward --dtype bfloat16
+    python experiments/archive/baseline_alone/placement.py --op gelu_backward --dtype bfloat16
 
 The benchmark's own check (each baseline row timed alone in a fresh process):
 

@@ -5,7 +5,7 @@
 // asks the 16-bit forward at 1M elements to run within max(PyTorch / 2.5, 1.30 x the fastest
 // copy): this measures how much of that the conversions alone use, before any program.
 // The tables hold placeholder values: what is timed is the instruction mix.
-// Build and run: bash experiments/cpu_op_costs/run.sh 16   (README.md there has a run).
+// Build and run: bash experiments/archive/cpu_op_costs/run.sh 16   (README.md there has a run).
 #include <immintrin.h>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // iteration, unaligned loads and stores), into a preallocated output. Each variant adds or
 // swaps a few vector operations; all are timed interleaved, medians of 30 rounds.
 // The tables hold placeholder values: what is timed is the instruction mix, not GELU.
-// Build and run: bash experiments/cpu_op_costs/run.sh  (README.md there has a run's output).
+// Build and run: bash experiments/archive/cpu_op_costs/run.sh  (README.md there has a run's output).
 #include <immintrin.h>
 
 #include <algorithm>

@@ -12,7 +12,7 @@
 // `torch.mul` limit row computes). Each with plain and with streaming stores. The coefficients
 // are the shipped ones, truncated: what is timed is the instruction mix.
 // float32 forward (forward32): the same form at degree 2 and 8 against the copy loops.
-// Build and run: bash experiments/cpu_op_costs/run.sh avx2 [N [THREADS [backward|forward32]]]
+// Build and run: bash experiments/archive/cpu_op_costs/run.sh avx2 [N [THREADS [backward|forward32]]]
 // (README.md there).
 #include <immintrin.h>
 
