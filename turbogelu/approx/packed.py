@@ -6,7 +6,7 @@ kernels' program two lanes at a time in ``__nv_bfloat162`` arithmetic (issue 5).
 
 Bound (issue 5): max |error| over every finite bfloat16 input <= 2x PyTorch's own max |error| in
 bfloat16, which equals the error of the exact function correctly rounded to bfloat16 (the tests
-use that, machine-independent, form). ``experiments/packed_half`` measured which degrees and
+use that, machine-independent, form). ``experiments/archive/packed_half`` measured which degrees and
 clamps meet it (float16 cannot, with this program); ``spec.PACKED_DEFAULTS`` holds the degree
 and clamp taken for each.
 Each spec is fitted by the lab (``family_fit.fit_polyspec``, remez + neighbour search,
