@@ -80,7 +80,7 @@ def test_microbenchmark_constants_are_the_specs(source, spec_file, constants):
     coefficients are the spec's truncated to their printed digits (within 1e-8)."""
     import json
 
-    spec = json.loads((HERE.parents[1] / "data" / "specs" / spec_file).read_text())
+    spec = json.loads((HERE.parents[2] / "data" / "specs" / spec_file).read_text())
     for name, key in constants.items():
         (value,) = _float_literals(source, name)
         want = float.fromhex(spec["forward"][key])
