@@ -17,7 +17,7 @@ MPS tensor reaches one. The tests run this file without a Mac by faking ``compil
 from __future__ import annotations
 
 import functools
-import re
+import json
 from pathlib import Path
 
 import torch
@@ -31,13 +31,24 @@ from ._checks import (
     check_out,
     check_tier,
 )
-from ._spec_names import FAMILY_METAL_PROGRAMS, FAMILY_OPS, METAL_SETS
+from ._spec_names import (
+    BACKWARDS,
+    FAMILY_FUNCTIONS,
+    FAMILY_METAL_PROGRAMS,
+    FAMILY_OPS,
+    METAL_SETS,
+    MODES,
+)
 
 # Package data (turbogelu/_data/, shipped in the wheel); in the checkout a link to the
 # generated kernels/mps/gelu_kernels.metal.
 SOURCE = (Path(__file__).resolve().parent / "_data" / "gelu_kernels.metal").resolve()
 # The family's kernels (kernels/mps/family_kernels.metal), likewise.
 FAMILY_SOURCE = (Path(__file__).resolve().parent / "_data" / "family_kernels.metal").resolve()
+# The shipped specs (data/specs/ in the checkout): the default backward of each program.
+SPECS = (Path(__file__).resolve().parent / "_data" / "specs").resolve()
+# The GELU forms' spec files, data/specs/gelu_<name>.json (spec.file_mode's names).
+GELU_SPEC_NAMES = {"none": "exact", "tanh": "tanh"}
 DEVICE = "mps"  # the device type these kernels run on (the tests point it elsewhere)
 # The kernels' coefficient-set index (the order codegen writes the sets in).
 SETS = METAL_SETS
@@ -84,23 +95,30 @@ def family_library():
     return _compile(family_source())
 
 
+def _spec_default(relpath: str) -> str:
+    """The "default_backward" of one shipped spec (package data: data/specs/ in the
+    checkout), read as plain JSON: the ops need no part of the lab."""
+    path = SPECS / relpath
+    try:
+        value = json.loads(path.read_text())["default_backward"]
+    except (OSError, ValueError, KeyError) as e:
+        raise RuntimeError(f"turbogelu: no default backward in the spec {path} ({e!r})") from e
+    if value not in BACKWARDS:
+        raise RuntimeError(f"turbogelu: the spec {path} names default backward {value!r}")
+    return value
+
+
 @functools.cache
 def default_backward() -> dict[str, str]:
-    """{form: 'direct' | 'matched'}: the spec's default backward, as written in the source."""
-    m = re.search(r"^// default_backward: none=(\w+), tanh=(\w+)$", source(), re.M)
-    if m is None:
-        raise RuntimeError(f"turbogelu: no default_backward line in {SOURCE}")
-    return {"none": m[1], "tanh": m[2]}
+    """{form: 'direct' | 'matched'}: each GELU spec's default backward."""
+    return {mode: _spec_default(f"gelu_{GELU_SPEC_NAMES[mode]}.json") for mode in MODES}
 
 
 @functools.cache
 def family_default_backward(tier: str = "accurate") -> dict[str, str]:
-    """{function: 'direct' | 'matched'}: each family spec's default backward in ``tier``, as
-    written in the family source."""
-    m = re.search(rf"^// default_backward \({re.escape(tier)}\): (.*)$", family_source(), re.M)
-    if m is None:
-        raise RuntimeError(f"turbogelu: no default_backward line for {tier!r} in {FAMILY_SOURCE}")
-    return dict(item.split("=") for item in m[1].split(", "))
+    """{function: 'direct' | 'matched'}: each family spec's default backward in ``tier``."""
+    check_tier("mps", tier)
+    return {fn: _spec_default(f"{fn}/{tier}.json") for fn in (*FAMILY_FUNCTIONS, "exp2")}
 
 
 # ---------------------------------------------------------------- checks (as ops_common.h)

@@ -224,8 +224,9 @@ def render_metal(specs: dict[str, dict]) -> str:
         rows.append("    },")
     sets = ", ".join(f"{i} = {m} {p}" for i, (m, p) in enumerate(METAL_SETS))
     defaults = ", ".join(f"{m}={specs[m]['default_backward']}" for m in MODES)
-    head = _METAL_HEAD.replace("@SETS@", sets).replace("@DEFAULTS@", defaults)
-    head += _METAL_PRELUDE
+    gelu_specs = "data/specs/gelu_exact.json and data/specs/gelu_tanh.json"
+    head = _metal_head("gelu_head.metal", gelu_specs, SETS=sets, DEFAULTS=defaults)
+    head += template("prelude.metal")
     tables = [
         f"#define TG_N {n}  // coefficients per set (the highest degree + 1)",
         f"#define TG_SETS {len(METAL_SETS)}",
@@ -240,116 +241,35 @@ def render_metal(specs: dict[str, dict]) -> str:
         *rows,
         "};",
     ]
-    return head + "\n".join(tables) + "\n" + _METAL_BODY
+    return head + "\n".join(tables) + "\n" + _gelu_metal_body()
 
 
-_METAL_HEAD = """\
-// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (turbogelu/approx/codegen.py).
-//
-// turbogelu's GELU for Apple GPUs: the evaluation of poly_eval.h (Horner) with the
-// coefficients of gelu_coeffs.h, compiled at first use by torch.mps.compile_shader
-// (turbogelu/mps.py). Each coefficient is the exact decimal expansion of its float32 value
-// (hex beside it), so every compiler reads the same bits.
-//
-//   forward   gelu(x)  ~ x * (1/2 + x P(z))  for |x| <= R;  x for x > R;  -0.0 for x < -R
-//   backward  gelu'(x) ~ 1/2 + x Q(z)        for |x| <= R;  1 for x > R;  0 for x < -R
-//   y = x*x, z = fma(y, scale, -1); |x| <= R decided as y <= R*R (NaN stays in P: NaN).
-//
-// Coefficient sets (the kernels' argument s): @SETS@.
-// The default backward (read by turbogelu/mps.py), per form:
-// default_backward: @DEFAULTS@
-// float16 and bfloat16 are computed in float32 and rounded to nearest even; there is no
-// float64 on Apple GPUs.
-"""
+# The Metal sources' hand-written parts: kernels/mps/templates/ (each file's leading //! lines
+# are notes for its readers, not part of the output).
+TEMPLATES = KERNELS / "mps" / "templates"
+_GENERATED = (
+    "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from\n"
+    "// {sources} (turbogelu/approx/codegen.py).\n"
+)
 
-# Shared by both Metal files: the standard library and the floating-point pragmas.
-_METAL_PRELUDE = """\
-#include <metal_stdlib>
-using namespace metal;
 
-// Fuse exactly where fma() is written, and keep IEEE semantics for NaN, inf and -0.0
-// (the default fast math may assume there is no NaN).
-#if __METAL_VERSION__ >= 320
-#pragma METAL fp math_mode(safe)
-#pragma METAL fp contract(off)
-#endif
+def template(name: str) -> str:
+    """kernels/mps/templates/``name`` without its leading //! lines."""
+    lines = (TEMPLATES / name).read_text().splitlines(keepends=True)
+    while lines and lines[0].startswith("//!"):
+        lines.pop(0)
+    return "".join(lines)
 
-"""
 
-_METAL_GELU_MATH = """
-// 1/2 + x P(z), and y = x*x (poly_eval.h's gelu_bracket).
-inline float tg_inner(float x, long s, thread float& y) {
-  y = x * x;
-  const float z = fma(y, TG_SCALE[s], -1.0f);
-  float p = TG_COEFFS[s][TG_N - 1];
-  for (int k = TG_N - 2; k >= 0; --k) p = fma(p, z, TG_COEFFS[s][k]);
-  return fma(x, p, 0.5f);
-}
+def _metal_head(name: str, sources: str, **fields: str) -> str:
+    text = _GENERATED.format(sources=sources) + template(name)
+    for key, value in fields.items():
+        text = text.replace(f"@{key}@", value)
+    return text
 
-inline float tg_forward(float x, long s) {
-  float y;
-  const float inner = tg_inner(x, s, y);
-  const float r = TG_CLAMP[s];
-  return y > r * r ? (x > 0.0f ? x : -0.0f) : x * inner;
-}
 
-inline float tg_backward(float g, float x, long s) {
-  float y;
-  const float inner = tg_inner(x, s, y);
-  const float r = TG_CLAMP[s];
-  const float step = x > 0.0f ? 1.0f : 0.0f;
-  // Always multiply: a NaN gradient stays NaN in the clamped tails.
-  return g * (y > r * r ? step : inner);
-}
-"""
-
-# Shared by both Metal files: loads to float and rounding stores, per storage type.
-_METAL_TYPES = """
-// bfloat16: Metal's bfloat (MSL 3.1+), else its bits in a ushort, rounded to nearest even as
-// kernels/cpu/convert.h does.
-#if __METAL_VERSION__ >= 310
-typedef bfloat tg_bf16;
-inline float tg_load(tg_bf16 v) { return float(v); }
-inline tg_bf16 tg_store(float v, tg_bf16) { return tg_bf16(v); }
-#else
-typedef ushort tg_bf16;
-inline float tg_load(tg_bf16 v) { return as_type<float>(uint(v) << 16); }
-inline tg_bf16 tg_store(float v, tg_bf16) {
-  const uint u = as_type<uint>(v);
-  return tg_bf16((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-#endif
-inline float tg_load(float v) { return v; }
-inline float tg_store(float v, float) { return v; }
-inline float tg_load(half v) { return float(v); }
-inline half tg_store(float v, half) { return half(v); }
-"""
-
-_METAL_GELU_KERNELS = """
-// One element per thread; the grid has n threads (or more: hence the guard).
-#define TG_KERNELS(T, NAME)                                                            \\
-  kernel void gelu_forward_##NAME(device const T* x [[buffer(0)]],                     \\
-                                  device T* out [[buffer(1)]],                         \\
-                                  constant long& n [[buffer(2)]],                      \\
-                                  constant long& s [[buffer(3)]],                      \\
-                                  uint i [[thread_position_in_grid]]) {                \\
-    if (i < n) out[i] = tg_store(tg_forward(tg_load(x[i]), s), T());                   \\
-  }                                                                                    \\
-  kernel void gelu_backward_##NAME(device const T* g [[buffer(0)]],                    \\
-                                   device const T* x [[buffer(1)]],                    \\
-                                   device T* out [[buffer(2)]],                        \\
-                                   constant long& n [[buffer(3)]],                     \\
-                                   constant long& s [[buffer(4)]],                     \\
-                                   uint i [[thread_position_in_grid]]) {               \\
-    if (i < n) out[i] = tg_store(tg_backward(tg_load(g[i]), tg_load(x[i]), s), T());  \\
-  }
-
-TG_KERNELS(float, float)
-TG_KERNELS(half, half)
-TG_KERNELS(tg_bf16, bfloat)
-"""
-_METAL_BODY = _METAL_GELU_MATH + _METAL_TYPES + _METAL_GELU_KERNELS
+def _gelu_metal_body() -> str:
+    return template("gelu_math.metal") + template("types.metal") + template("gelu_kernels.metal")
 
 
 def generate_metal(spec_dir: Path | None = None) -> str:
@@ -676,10 +596,12 @@ def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | N
         + f", exp2={exp2_docs[tier]['default_backward']}"
         for tier in FAMILY_TIERS
     ]
-    head = (
-        _FAMILY_METAL_HEAD.replace("@PARTS@", ", ".join(specmod.PARTS))
-        .replace("@PROGRAMS@", "\n".join(index))
-        .replace("@DEFAULTS@", "\n".join(defaults))
+    head = _metal_head(
+        "family_head.metal",
+        "data/specs/<function>/<tier>.json",
+        PARTS=", ".join(specmod.PARTS),
+        PROGRAMS="\n".join(index),
+        DEFAULTS="\n".join(defaults),
     )
     bool_lit = {True: "true", False: "false"}
     ops = []
@@ -719,234 +641,10 @@ def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | N
         "#define TG_FAMILY_OPS(X) \\",
         " \\\n".join(ops),
     ]
-    return head + _METAL_PRELUDE + "\n".join(tables) + "\n" + _FAMILY_METAL_BODY
-
-
-_FAMILY_METAL_HEAD = """\
-// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/<tier>.json (turbogelu/approx/codegen.py).
-//
-// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu, exp2) in both
-// tiers (accurate, paper): the evaluation of family_eval.h with the programs of
-// family_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
-// coefficient, clamp and scale is the exact decimal expansion of its float32 value (hex beside
-// it), so every compiler reads the same bits.
-//
-//   u = |x|, v = u (or fl(u * u): a program in x^2), z = fma(v, scale, -1), p = P(z) by
-//   Horner with fma, then the program's form:
-//     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2),
-//     XHalfPlus fl(x * 1/2) + p (two roundings), Even p;
-//   for u > clamp the asymptote, x > 0 ? above : below (the x/2 forms: x, or -0.0 below);
-//   NaN compares false and stays in the polynomial. The three kinds of op:
-//     Plain   f(x);                   backward grad * f'(x)
-//     Scaled  cap * f(x * inv);       backward grad * f'(x * inv)    (inv = 1/cap in float32)
-//     Gated   f(a) * b;               backward ((grad * b) * f'(a), grad * f(a))
-//
-// Programs (the tables' index; the backward kernels' argument d), per function and tier its
-// @PARTS@:
-@PROGRAMS@
-// Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
-// pair per kind of op instantiated for each op, tier and storage type.
-// The default backward (read by turbogelu/mps.py), per tier and function:
-@DEFAULTS@
-// float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
-// float64 on Apple GPUs.
-"""
-
-_FAMILY_METAL_MATH = """
-// family_eval.h's Form of a program.
-enum tg_form {
-  TG_HALF_PLUS_ODD = 0,
-  TG_ODD = 1,
-  TG_X_HALF_PLUS_EVEN = 2,
-  TG_X_HALF_PLUS = 3,
-  TG_EVEN = 4,
-  TG_EXP2_NEAREST = 5,
-  TG_EXP2_FLOOR = 6
-};
-
-// exp2 (family_eval.h's exp2_eval, float32): x clamped to [-151, 129] by compares (NaN
-// passes), rint by the magic-number addition (Exp2Floor: of x - 1/2), f = x - n exactly,
-// P(f) by Horner, and 2^n as two normal factors from k's bits, so that only the last multiply
-// rounds (subnormal and infinite results included).
-template <int F, int N>
-inline float tg_exp2_eval(float x, int p) {
-  float xc = x < -151.0f ? -151.0f : x;
-  xc = xc > 129.0f ? 129.0f : xc;
-  const float t = F == TG_EXP2_FLOOR ? xc - 0.5f : xc;
-  const float k = t + 12582912.0f;  // 1.5 * 2^23
-  const float n = k - 12582912.0f;
-  const float f = fma(n, -1.0f, xc);
-  float q = TG_FAMILY_COEFFS[p][N - 1];
-  for (int j = N - 2; j >= 0; --j) q = fma(q, f, TG_FAMILY_COEFFS[p][j]);
-  const uint i = as_type<uint>(k);
-  const uint h = i >> 1;
-  const float lo = as_type<float>((h << 23) + (127u << 23));
-  const float hi = as_type<float>(((i - h) << 23) + (127u << 23));
-  const float m = q * lo;  // exact
-  return m * hi;
-}
-
-// f(x) by program p, of form F with N coefficients, its variable made from x^2 where Y
-// (family_eval.h's family_eval).
-//
-// XHalfPlus is the one place where a product feeds a sum outside fma(): fl(x * 1/2) + p, two
-// rounded operations as on the CPU. Metal >= 3.2 does not fuse them (fp contract(off) above).
-// Below 3.2 there is no pragma and the compile options decide, as for every kernel here
-// (torch.mps.compile_shader: fast math off); were the two fused into fma(x, 1/2, p), the bits
-// would not change: x * 1/2 is exact unless |x| < 2^-125, where z rounds to -1, so p = P(-1),
-// and |x / 2| < 2^-126 is under half an ulp of P(-1) (tests/test_mps_family.py checks this of
-// every such program, and runs these kernels compiled with contraction).
-template <int F, int N, bool Y>
-inline float tg_family_eval(float x, int p) {
-  if (F == TG_EXP2_NEAREST || F == TG_EXP2_FLOOR) return tg_exp2_eval<F, N>(x, p);
-  const float u = fabs(x);
-  float v = u;
-  if (Y) v = u * u;  // rounded to float before the fma
-  const float z = fma(v, TG_FAMILY_SCALE[p], -1.0f);
-  float q = TG_FAMILY_COEFFS[p][N - 1];
-  for (int k = N - 2; k >= 0; --k) q = fma(q, z, TG_FAMILY_COEFFS[p][k]);
-  float r;
-  if (F == TG_HALF_PLUS_ODD) {
-    r = fma(x, q, 0.5f);
-  } else if (F == TG_ODD) {
-    r = x * q;
-  } else if (F == TG_X_HALF_PLUS_EVEN) {
-    r = x * fma(x, q, 0.5f);
-  } else if (F == TG_X_HALF_PLUS) {
-    const float h = x * 0.5f;
-    r = h + q;
-  } else {
-    r = q;
-  }
-  const bool outside = u > TG_FAMILY_CLAMP[p];
-  if (F == TG_X_HALF_PLUS_EVEN || F == TG_X_HALF_PLUS) {
-    return outside ? (x > 0.0f ? x : -0.0f) : r;
-  }
-  return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
-}
-
-// The element functions of the three kinds (family_eval.h's), over float: f is the forward
-// program pf, of shape (FF, NF, YF), f' the derivative program d, of shape (FD, ND, YD).
-// Always multiply by the gradient: a NaN gradient stays NaN where the derivative is 0.
-template <int FF, int NF, bool YF>
-inline float tg_plain_forward(float x, int pf) {
-  return tg_family_eval<FF, NF, YF>(x, pf);
-}
-template <int FD, int ND, bool YD>
-inline float tg_plain_backward(float g, float x, int d) {
-  return g * tg_family_eval<FD, ND, YD>(x, d);
-}
-template <int FF, int NF, bool YF>
-inline float tg_scaled_forward(float x, int pf, float inv, float cap) {
-  return cap * tg_family_eval<FF, NF, YF>(x * inv, pf);
-}
-template <int FD, int ND, bool YD>
-inline float tg_scaled_backward(float g, float x, int d, float inv) {
-  return g * tg_family_eval<FD, ND, YD>(x * inv, d);
-}
-template <int FF, int NF, bool YF>
-inline float tg_gated_forward(float a, float b, int pf) {
-  return tg_family_eval<FF, NF, YF>(a, pf) * b;
-}
-struct tg_pair {
-  float first, second;
-};
-template <int FF, int NF, bool YF, int FD, int ND, bool YD>
-inline tg_pair tg_gated_backward(float g, float a, float b, int pf, int d) {
-  tg_pair r;
-  r.first = (g * b) * tg_family_eval<FD, ND, YD>(a, d);
-  r.second = g * tg_family_eval<FF, NF, YF>(a, pf);
-  return r;
-}
-"""
-
-_FAMILY_METAL_KERNELS = """
-// One kernel pair per op kind, instantiated per op, tier and storage type: OP##_##TIER names
-// the pair, PF is its forward program, (FF, NF, YF) and (FD, ND, YD) the shapes. One element
-// per thread, the grid has n threads (or more: hence the guard). Storage is widened to float
-// and rounded once.
-#define TG_PLAIN_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \\
-  kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \\
-                                           device T* out [[buffer(1)]],                  \\
-                                           constant long& n [[buffer(2)]],               \\
-                                           uint i [[thread_position_in_grid]]) {         \\
-    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF, YF>(tg_load(x[i]), PF), T());  \\
-  }                                                                                      \\
-  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \\
-                                            device const T* x [[buffer(1)]],             \\
-                                            device T* out [[buffer(2)]],                 \\
-                                            constant long& n [[buffer(3)]],              \\
-                                            constant long& d [[buffer(4)]],              \\
-                                            uint i [[thread_position_in_grid]]) {        \\
-    if (i < n)                                                                           \\
-      out[i] = tg_store(                                                                 \\
-          tg_plain_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d)), T());     \\
-  }
-
-#define TG_SCALED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                  \\
-  kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \\
-                                           device T* out [[buffer(1)]],                  \\
-                                           constant long& n [[buffer(2)]],               \\
-                                           constant float& inv [[buffer(3)]],            \\
-                                           constant float& cap [[buffer(4)]],            \\
-                                           uint i [[thread_position_in_grid]]) {         \\
-    if (i < n)                                                                           \\
-      out[i] =                                                                           \\
-          tg_store(tg_scaled_forward<FF, NF, YF>(tg_load(x[i]), PF, inv, cap), T());     \\
-  }                                                                                      \\
-  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \\
-                                            device const T* x [[buffer(1)]],             \\
-                                            device T* out [[buffer(2)]],                 \\
-                                            constant long& n [[buffer(3)]],              \\
-                                            constant long& d [[buffer(4)]],              \\
-                                            constant float& inv [[buffer(5)]],           \\
-                                            uint i [[thread_position_in_grid]]) {        \\
-    if (i < n)                                                                           \\
-      out[i] = tg_store(                                                                 \\
-          tg_scaled_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d), inv),     \\
-          T());                                                                          \\
-  }
-
-#define TG_GATED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \\
-  kernel void OP##_##TIER##_forward_##NAME(device const T* a [[buffer(0)]],              \\
-                                           device const T* b [[buffer(1)]],              \\
-                                           device T* out [[buffer(2)]],                  \\
-                                           constant long& n [[buffer(3)]],               \\
-                                           uint i [[thread_position_in_grid]]) {         \\
-    if (i < n)                                                                           \\
-      out[i] =                                                                           \\
-          tg_store(tg_gated_forward<FF, NF, YF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \\
-  }                                                                                      \\
-  kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \\
-                                            device const T* a [[buffer(1)]],             \\
-                                            device const T* b [[buffer(2)]],             \\
-                                            device T* out_a [[buffer(3)]],               \\
-                                            device T* out_b [[buffer(4)]],               \\
-                                            constant long& n [[buffer(5)]],              \\
-                                            constant long& d [[buffer(6)]],              \\
-                                            uint i [[thread_position_in_grid]]) {        \\
-    if (i < n) {                                                                         \\
-      /* every input is read before either output is written: out_a or out_b may be */   \\
-      /* one of the inputs */                                                            \\
-      const tg_pair r = tg_gated_backward<FF, NF, YF, FD, ND, YD>(                       \\
-          tg_load(g[i]), tg_load(a[i]), tg_load(b[i]), PF, int(d));                      \\
-      out_a[i] = tg_store(r.first, T());                                                 \\
-      out_b[i] = tg_store(r.second, T());                                                \\
-    }                                                                                    \\
-  }
-
-// Every op in every tier for every storage type: <op>_<tier>_forward_<type>,
-// <op>_<tier>_backward_<type>.
-#define TG_FAMILY_KERNELS(OP, TIER, KIND, PF, FF, NF, YF, FD, ND, YD)     \\
-  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, float, float) \\
-  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, half, half)   \\
-  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, tg_bf16, bfloat)
-
-TG_FAMILY_OPS(TG_FAMILY_KERNELS)
-"""
-
-_FAMILY_METAL_BODY = _FAMILY_METAL_MATH + _METAL_TYPES + _FAMILY_METAL_KERNELS
+    body = "".join(
+        template(f) for f in ("family_math.metal", "types.metal", "family_kernels.metal")
+    )
+    return head + template("prelude.metal") + "\n".join(tables) + "\n" + body
 
 
 def generate_family_metal(spec_dir: Path | None = None) -> str:
