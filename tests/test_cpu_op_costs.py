@@ -1,4 +1,5 @@
-"""The evidence scripts of experiments/archive/cpu_op_costs/ that the README's speed-target claims rest on.
+"""The evidence scripts of experiments/archive/cpu_op_costs/ that the README's speed-target
+claims rest on.
 
 The microbenchmarks are timed by hand (`run.sh`), never here; what is held here is that they
 still compile and that `backward_degrees.py`'s check separates a backward within the bound

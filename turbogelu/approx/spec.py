@@ -86,8 +86,9 @@ class PackedSettings:
 
 
 # The packed specs' settings, by (mode, direction), typed from the sweep of degrees 3-8 and
-# R in {3, 3.5, 4} in experiments/archive/packed_half/feasibility.log (the best fit of each row of its
-# README's table): every finite bfloat16 input within issue 5's bound, 2x PyTorch's own error.
+# R in {3, 3.5, 4} in experiments/archive/packed_half/feasibility.log (the best fit of each
+# row of its README's table): every finite bfloat16 input within issue 5's bound, 2x
+# PyTorch's own error.
 PACKED_DEFAULTS = {
     ("none", "forward"): PackedSettings(degree=4, range=3.0),
     ("tanh", "forward"): PackedSettings(degree=3, range=3.0),

@@ -40,9 +40,9 @@ have none (``x Q(|x|)``: exactly 0 at x = 0 with any coefficients).
   only shrinks) and the best value found on the clamp grid. A paper figure below the lower
   bound is out of reach of every program of that form under this error measure.
 * ``Row.ls``: the form and (L_i, L_c) at which ``endpoint-ls`` gives the paper's LS number
-  within 5 % (L_i on a 1/16 grid, L_c on 1/32; ``experiments/archive/table2_research/`` has the wider
-  search over readings of "Dk"): ``Row.same_ls`` where that reproduces it, a larger form for
-  SiLU and GELU, where no LS fit of the paper's form comes near the paper's number.
+  within 5 % (L_i on a 1/16 grid, L_c on 1/32; ``experiments/archive/table2_research/`` has
+  the wider search over readings of "Dk"): ``Row.same_ls`` where that reproduces it, a larger
+  form for SiLU and GELU, where no LS fit of the paper's form comes near the paper's number.
 * ``Row.best``: **a different program** where one does better: a constant term for the odd
   residuals (a jump at 0), a higher degree for SiLU, odd powers of |x| for GELU (found by the
   grid of ``Row.best_grid``).
