@@ -179,6 +179,21 @@ def differences(runs: dict[str, dict[str, float]]) -> dict[str, dict]:
     return out
 
 
+def this_machine() -> dict:
+    """``records.machine()``, its CPU named with " (AVX-512)" where the CPU has AVX-512: one
+    model name covers CPUs with and without it (an AMD EPYC of each kind has run this
+    project), whose kernels differ, so that each is a machine of its own here and a run on one
+    does not replace the values measured on the other."""
+    here = records.machine()
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:  # not Linux: the model name alone
+        return here
+    if " avx512f" in flags:
+        here["cpu"] += " (AVX-512)"
+    return here
+
+
 def other_machines_runs(earlier: dict, here: dict) -> dict[str, dict[str, float]]:
     """The runs an earlier command measured on another CPU (``earlier``: the tolerance file's
     entry for the mode), rebuilt from the values it kept, named ``<variant>@<cpu>``: so that a
@@ -241,7 +256,7 @@ def main(argv=None) -> int:
             present[name] = sorted(f.stem for f in d.glob("*.json"))
     data = records.read_json(args.out) if args.out.is_file() else {}
     earlier = data.get(mode, {})
-    runs |= other_machines_runs(earlier, records.machine())
+    runs |= other_machines_runs(earlier, this_machine())
     bad = exact_differences(runs)
     for name, values in bad:
         shown = ", ".join(f"{r} {v!r}" for r, v in values.items())
@@ -280,7 +295,7 @@ def main(argv=None) -> int:
             "train_args": VARIANTS[n][1],
             "results": sorted(set(had) | set(present[n])),
         }
-    here = records.machine()
+    here = this_machine()
     machines = [m for m in earlier.get("machines", [earlier.get("measured_on")]) if m]
     data[mode] = {
         "commands": [*[c for c in previous if c != shlex.join(command)], shlex.join(command)],
