@@ -185,13 +185,17 @@ def this_machine() -> dict:
     project), whose kernels differ, so that each is a machine of its own here and a run on one
     does not replace the values measured on the other."""
     here = records.machine()
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:  # not Linux: the model name alone
-        return here
-    if " avx512f" in flags:
+    if has_avx512():
         here["cpu"] += " (AVX-512)"
     return here
+
+
+def has_avx512() -> bool:
+    """Whether this CPU has AVX-512 (Linux's /proc/cpuinfo; False where there is none)."""
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
 
 
 def other_machines_runs(earlier: dict, here: dict) -> dict[str, dict[str, float]]:

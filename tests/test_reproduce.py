@@ -399,6 +399,7 @@ def test_tolerances_measured_on_a_second_cpu_widen_the_first_cpus(tmp_path, monk
     ref = tmp_path / "reference"
     monkeypatch.setattr(compare, "REFERENCE", ref)
     monkeypatch.setattr(records, "cpu_model", lambda: "CPU B")
+    monkeypatch.setattr(tolerances, "has_avx512", lambda: False)
     loss = "11_llm_tasks.b1_val_change"
     (ref / "quick").mkdir(parents=True)
     (ref / "quick" / "11_llm_tasks.json").write_text(
@@ -433,6 +434,14 @@ def test_tolerances_measured_on_a_second_cpu_widen_the_first_cpus(tmp_path, monk
     assert (
         again["default"] == 1.1 and again["default@CPU A"] == 1.0 and "default@CPU B" not in again
     )
+    # a CPU of the same model name with AVX-512 is another machine: CPU B's runs are kept
+    monkeypatch.setattr(tolerances, "has_avx512", lambda: True)
+    (d / "11_llm_tasks.json").write_text(json.dumps({"figures": {"b1_val_change": 1.3}}))
+    assert tolerances.main([*args, "--out", str(out)]) == 0
+    got = json.loads(out.read_text())["quick"]
+    assert got["figures"][loss]["values"]["default@CPU B"] == 1.1
+    assert got["figures"][loss]["values"]["default"] == 1.3
+    assert [m["cpu"] for m in got["machines"]] == ["CPU A", "CPU B", "CPU B (AVX-512)"]
 
 
 def test_a_quick_notebook_page_says_so_first(tmp_path):
