@@ -399,8 +399,9 @@ def _macro_rows(path: Path, macro: str) -> list[list[str]]:
 
 
 def family_ops() -> list[tuple[str, str, str]]:
-    """TG_FAMILY_OPS of kernels/include/turbogelu/family.h: (op, function, kind) rows."""
-    rows = _macro_rows(ROOT / "kernels/include/turbogelu/family.h", "TG_FAMILY_OPS")
+    """TG_FAMILY_OPS of the generated family_coeffs.h (the table of turbogelu/_table.py):
+    (op, function, kind) rows."""
+    rows = _macro_rows(ROOT / "kernels/include/turbogelu/family_coeffs.h", "TG_FAMILY_OPS")
     return [(op, fn, kind) for op, fn, kind in rows]
 
 

@@ -34,7 +34,8 @@ from conftest import ROOT, assert_same_bits
 from test_mps import LAYOUTS  # the same views, transposes and offsets as GELU's MPS tests
 
 import turbogelu.family  # noqa: F401  (the family ops' fakes and autograd, as users get them)
-from turbogelu import _checks, _spec_names, mps
+from turbogelu import _checks, _spec_names, family, mps
+from turbogelu import _table as function_table
 from turbogelu.approx import codegen, family_programs
 
 # Metal runs the polynomials, so the CPU ops it is compared with do too (on AVX-512 CPUs
@@ -67,13 +68,22 @@ def test_source_is_generated_from_the_specs():
     assert mps.FAMILY_PROGRAMS == codegen.FAMILY_METAL_PROGRAMS
 
 
-def test_the_lists_are_family_h_s():
+def test_the_lists_are_the_table_s():
     assert _spec_names.FAMILY_FUNCTIONS == family_programs.FUNCTIONS
     assert _spec_names.FAMILY_TIERS == family_programs.TIERS
-    text = (INCLUDE / "family.h").read_text()
-    body = re.search(r"#define TG_FAMILY_OPS\(X\)(.*?)\n\n", text, re.S)[1]
+    generated = (INCLUDE / "family_coeffs.h").read_text()
+    body = re.search(r"#define TG_FAMILY_OPS\(X\)((?:.*\\\n)*.*)", generated)[1]
     ops = tuple(re.findall(r"X\((\w+), (\w+), (\w+)\)", body))
-    assert ops == _spec_names.FAMILY_OPS
+    assert (
+        ops
+        == _spec_names.FAMILY_OPS
+        == tuple((o.name, o.program, o.kind) for o in function_table.OPS)
+    )
+    from_output = re.search(r"#define TG_FROM_OUTPUT_OPS\(X\) (.*)", generated)[1]
+    assert tuple(re.findall(r"X\((\w+)\)", from_output)) == family.FROM_OUTPUT_FUNCTIONS
+    text = (INCLUDE / "family.h").read_text()
+    kinds = re.search(r"enum class Kind : int \{(.*?)\}", text)[1]
+    assert tuple(k.strip() for k in kinds.split(",")) == function_table.KINDS
     tiers = re.search(r"enum Tier : int \{(.*?)\}", text)[1]
     assert re.findall(r"kTier_(\w+) = (\d+)", tiers) == [(t, str(i)) for i, t in enumerate(TIERS)]
     # The Metal op list: each (op, tier)'s kind, forward program and shapes, as

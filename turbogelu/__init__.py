@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 
+from . import _table
+
 __version__ = "0.1.0"
 
 # name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
@@ -23,26 +25,18 @@ _LAZY = {
     "cpu_program": "turbogelu.ops",
     "GELU": "turbogelu.modules",
     "replace_gelu": "turbogelu.modules",
-    # the activation family (turbogelu/family.py)
-    "sigmoid": "turbogelu.family",
-    "tanh": "turbogelu.family",
-    "silu": "turbogelu.family",
-    "softcap": "turbogelu.family",
-    "swiglu": "turbogelu.family",
-    "sigmoid_": "turbogelu.family",
-    "tanh_": "turbogelu.family",
-    "silu_": "turbogelu.family",
-    "softcap_": "turbogelu.family",
-    "exp2": "turbogelu.family",
-    "exp2_": "turbogelu.family",
-    "softmax": "turbogelu.family",
-    "Sigmoid": "turbogelu.modules",
-    "Tanh": "turbogelu.modules",
-    "SiLU": "turbogelu.modules",
-    "SwiGLU": "turbogelu.modules",
-    "Softcap": "turbogelu.modules",
     "replace_activations": "turbogelu.modules",
 }
+
+# The activation family's functions, in-place forms and modules (turbogelu/_table.py).
+for _op in _table.OPS:
+    _LAZY[_op.name] = "turbogelu.family"
+    if _op.inplace:
+        _LAZY[f"{_op.name}_"] = "turbogelu.family"
+    if _op.module:
+        _LAZY[_op.module] = "turbogelu.modules"
+_LAZY["softmax"] = "turbogelu.family"
+del _op
 
 # Submodules reachable as attributes without importing them first (turbogelu.ops.use_cpu_kernel).
 _SUBMODULES = ("ops", "family", "modules", "approx")

@@ -1,12 +1,15 @@
 """The names the kernel specs, the kernels and the ops share: the GELU forms and the coefficient
 sets of a spec.
 
-They live in a module that imports nothing so that the op layer (``_checks.py``, ``mps.py``) and
-the CLI's parser can use them without importing the lab (numpy, scipy, mpmath); the lab's spec
+They live in a module that imports nothing but the function table (``_table.py``) so that the
+op layer (``_checks.py``, ``mps.py``) and the CLI's parser can use them without importing the
+lab (numpy, scipy, mpmath); the lab's spec
 module re-exports them (``turbogelu.approx.spec.MODES``, ``PARTS``, ...).
 """
 
 from __future__ import annotations
+
+from . import _table
 
 # The GELU forms, named as torch.nn.functional.gelu's ``approximate``.
 MODES = ("none", "tanh")
@@ -18,21 +21,13 @@ PARTS = ("forward", "backward_direct", "backward_matched")
 # in this order and mps.py passes the index.
 METAL_SETS = tuple((mode, part) for mode in MODES for part in PARTS)
 
-# The activation family (kernels/include/turbogelu/family.h): the functions with fitted
+# The activation family, from its table (turbogelu/_table.py): the functions with fitted
 # programs (data/specs/<function>/<tier>.json; turbogelu.approx.family_programs.FUNCTIONS),
-# their tiers (family_programs.TIERS, family.h's Tier) and the ops, X(op, function whose
-# programs it runs, kind) as TG_FAMILY_OPS lists them (tests/test_mps_family.py checks the
-# lists agree).
-FAMILY_FUNCTIONS = ("sigmoid", "tanh", "silu")
-FAMILY_TIERS = ("accurate", "paper")
-FAMILY_OPS = (
-    ("sigmoid", "sigmoid", "Plain"),
-    ("tanh", "tanh", "Plain"),
-    ("silu", "silu", "Plain"),
-    ("softcap", "tanh", "Scaled"),
-    ("swiglu", "silu", "Gated"),
-    ("exp2", "exp2", "Plain"),
-)
+# their tiers and the ops, X(op, function whose programs it runs, kind) as the generated
+# TG_FAMILY_OPS lists them.
+FAMILY_FUNCTIONS = _table.fitted_functions()
+FAMILY_TIERS = _table.TIERS
+FAMILY_OPS = tuple((o.name, o.program, o.kind) for o in _table.OPS)
 # exp2 (data/specs/exp2/, turbogelu.approx.exp2_programs) is a Plain op of its own programs.
 # The family's Metal programs, (function, tier, part) in the order of their index
 # (kernels/mps/family_kernels.metal's tables; mps.py passes the derivative's index to the

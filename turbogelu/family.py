@@ -32,6 +32,7 @@ import math
 
 import torch
 
+from . import _table
 from ._checks import check_cap as _check_cap
 from ._checks import check_cap_type as _check_cap_type
 from ._checks import check_dtype as _check_dtype
@@ -43,12 +44,15 @@ from ._ext import load_library
 
 load_library()
 _ops = torch.ops.turbogelu
-UNARY = ("sigmoid", "tanh", "silu")
-FUNCTIONS = (*UNARY, "softcap", "swiglu", "exp2")  # exp2: a Plain op with programs of its own
+# The ops, from the table (turbogelu/_table.py): the Plain ops (f(x)), those of them that run
+# the family's fitted programs, and all.
+PLAIN = _table.names(kind="Plain")
+UNARY = tuple(name for name in PLAIN if name not in _table.OWN_PROGRAMS)
+FUNCTIONS = _table.names()
 BACKWARDS = ("default", "direct", "matched")
 # "accurate" (the default: the tier's bounds, data/specs/<function>/accurate.json) or "paper"
 # (the source paper's Table 2 programs, with their own measured errors; paper.json).
-TIERS = ("accurate", "paper")
+TIERS = _table.TIERS
 
 
 # ---------------------------------------------------------------- fake kernels
@@ -95,7 +99,7 @@ def _register_unary_fakes(name: str) -> None:
         _check_like(out, x, bname, "out", "x")
 
 
-for _name in (*UNARY, "exp2"):
+for _name in PLAIN:
     _register_unary_fakes(_name)
 
 
@@ -188,7 +192,7 @@ def _swiglu_backward_out_fake(grad, a, b, backward="default", tier="accurate", *
 #   softcap  q = y * fl(1 / cap), grad * fma(-q, q, 1)
 # The CPU runs the family's kernels (loops, stores and thread split as every family op's);
 # CUDA and MPS run PyTorch's ops, which compute the same formulas.
-FROM_OUTPUT_FUNCTIONS = ("sigmoid", "tanh", "exp2", "softcap")
+FROM_OUTPUT_FUNCTIONS = _table.names(from_output=True)
 
 
 def _from_output_elsewhere(name: str, grad, y, cap: float = 1.0):
@@ -350,9 +354,9 @@ def _register_unary_autograd(name: str, from_output=None) -> None:
     )
 
 
-for _name in UNARY:
-    _register_unary_autograd(_name, FROM_OUTPUT.get(_name))
-_register_unary_autograd("exp2", exp2_from_output)
+for _name in PLAIN:
+    _from_output = getattr(_ops, f"{_name}_backward_from_output", None)
+    _register_unary_autograd(_name, _from_output if _table.op(_name).from_output else None)
 
 
 # softcap's default likewise differentiates from the saved result y = cap tanh(x / cap), as

@@ -5,10 +5,41 @@
 //
 // The CPU back end adds its switches as a fragment of this library (_cpu_isa, _set_cpu_kernel,
 // ...), the run-time-coefficient ops poly_gelu* another (kernels/cpu/poly_ops.cpp); the
-// benchmark's probes live apart, in torch.ops.turbogelu_bench (kernels/cpu/stream_ops.cpp).
+// benchmark's probes live apart, in torch.ops.turbogelu_bench (kernels/bench/, compiled only
+// with TURBOGELU_BENCH_PROBES=1).
 #include <torch/library.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
+
+#include "turbogelu/family.h"
+
+namespace {
+
+// The family's ops of one kind, and those of them with a from-output backward, in the order of
+// the table of functions (turbogelu/_table.py, written into family_coeffs.h by codegen): a
+// new Plain function gets its schemas here without a line of its own.
+std::vector<std::string> ops_of_kind(turbogelu::Kind kind) {
+  std::vector<std::string> names;
+#define TG_OF_KIND(op, fn, k) \
+  if (turbogelu::Kind::k == kind) names.emplace_back(#op);
+  TG_FAMILY_OPS(TG_OF_KIND)
+#undef TG_OF_KIND
+  return names;
+}
+
+std::vector<std::string> from_output_ops(turbogelu::Kind kind) {
+  const std::vector<std::string> of_kind = ops_of_kind(kind);
+  std::vector<std::string> names;
+#define TG_FROM_OUTPUT(op) \
+  if (std::find(of_kind.begin(), of_kind.end(), #op) != of_kind.end()) names.emplace_back(#op);
+  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT)
+#undef TG_FROM_OUTPUT
+  return names;
+}
+
+}  // namespace
 
 TORCH_LIBRARY(turbogelu, m) {
   // `backward` picks the coefficients autograd uses for this call: "default" (the more
@@ -31,8 +62,7 @@ TORCH_LIBRARY(turbogelu, m) {
   // fit of f') or "matched" (the derivative of the forward program); `tier` the programs:
   // "accurate" (the default) or "paper" (the source paper's Table 2 programs). Backward ops
   // take x (not the forward's result) and recompute the derivative from it.
-  for (const char* f : {"sigmoid", "tanh", "silu", "exp2"}) {
-    const std::string n(f);
+  for (const std::string& n : ops_of_kind(turbogelu::Kind::Plain)) {
     m.def((n + "(Tensor x, *, str backward=\"default\", str tier=\"accurate\") -> Tensor").c_str());
     m.def((n + ".out(Tensor x, *, str tier=\"accurate\", Tensor(a!) out) -> ()").c_str());
     m.def((n + "_(Tensor(a!) x, str tier=\"accurate\") -> ()").c_str());
@@ -45,8 +75,8 @@ TORCH_LIBRARY(turbogelu, m) {
   }
   // Autograd's default backward of sigmoid, tanh, exp2 and softcap, from the saved result y
   // rather than x (PyTorch's formula and order; CPU kernels, PyTorch's ops elsewhere).
-  for (const char* f : {"sigmoid", "tanh", "exp2"}) {
-    const std::string n = std::string(f) + "_backward_from_output";
+  for (const std::string& op : from_output_ops(turbogelu::Kind::Plain)) {
+    const std::string n = op + "_backward_from_output";
     m.def((n + "(Tensor grad, Tensor y) -> Tensor").c_str());
     m.def((n + ".out(Tensor grad, Tensor y, *, Tensor(a!) out) -> ()").c_str());
   }

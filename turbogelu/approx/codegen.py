@@ -22,7 +22,7 @@ import math
 from decimal import Decimal
 from pathlib import Path
 
-from .. import _spec_names
+from .. import _spec_names, _table
 from . import spec as specmod
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -459,7 +459,21 @@ def render_family(
              for fn, s in cells.items()]  # fmt: skip
     lines += ["// The functions with cells programs: X(function, forward form, derivative form).",
               "#define TG_FAMILY_CELLS(X) " + " ".join(forms), ""]  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + _family_op_lists())
+
+
+def _family_op_lists() -> list[str]:
+    """family.h's op lists from the table of functions (turbogelu/_table.py)."""
+    ops = [f"  X({o.name}, {o.program}, {o.kind})" for o in _table.OPS]
+    from_output = " ".join(f"X({name})" for name in _table.names(from_output=True))
+    return [
+        "// The ops (turbogelu/_table.py), X(op, function whose programs it runs, kind), and",
+        "// those whose autograd default differentiates from the saved result (family.h).",
+        "#define TG_FAMILY_OPS(X) \\",
+        " \\\n".join(ops),
+        "#define TG_FROM_OUTPUT_OPS(X) " + from_output,
+        "",
+    ]
 
 
 def _family_cells_lines(cells: dict, functions: list[str]) -> list[str]:

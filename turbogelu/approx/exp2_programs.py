@@ -55,6 +55,7 @@ from pathlib import Path
 import mpmath
 import numpy as np
 
+from .. import _spec_names
 from . import exp2, rounding, spec
 from .family_tails import MAGIC, TailArith, exp2_coefficients
 from .replay import poly
@@ -62,7 +63,7 @@ from .replay import poly
 F32 = np.float32
 F64 = np.float64
 COMMAND = "python -m turbogelu.approx.exp2_programs"
-TIERS = ("accurate", "paper")
+TIERS = _spec_names.FAMILY_TIERS  # the table's (turbogelu/_table.py)
 FORMS = {"accurate": "Exp2Nearest", "paper": "Exp2Floor"}
 PARTS = ("forward", "backward_direct", "backward_matched")
 LO, HI = -151.0, 129.0

@@ -52,12 +52,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _spec_names
 from . import fit, report, rounding, spec, targets
 from .polyspec import PolySpec, replay
 
 F32 = np.float32
 F64 = np.float64
-FUNCTIONS = ("sigmoid", "tanh", "silu")
+FUNCTIONS = _spec_names.FAMILY_FUNCTIONS  # the table's (turbogelu/_table.py)
 ABS_BOUND = 3e-5
 # The 1-ulp bound holds for x >= this (below, the absolute bound; -inf: every input).
 ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0}
@@ -289,7 +290,7 @@ def build_spec(function: str) -> dict:
 # The paper has a derivative row for sigmoid only; tanh and SiLU take the matched derivative.
 PAPER_ROWS = {"sigmoid": ("sigmoid D3", "sigmoid' D4"), "tanh": ("tanh D4", None),
               "silu": ("SiLU D3", None)}  # fmt: skip
-TIERS = ("accurate", "paper")
+TIERS = _spec_names.FAMILY_TIERS
 
 
 def build_paper_spec(function: str) -> dict:

@@ -1,29 +1,20 @@
-// The activation family's ops and the programs each runs: the one list that the CPU and CUDA
-// kernels, the operator semantics (family_common.h) and the schemas follow. Adding a function
-// is a spec (data/specs/<function>/, regenerated into family_coeffs.h) and a line here, plus
-// its schemas and Python wrappers.
+// The activation family's ops and the programs each runs, as the CPU and CUDA kernels, the
+// operator semantics (family_common.h) and the schemas (kernels/common/schema.cpp) see them.
+// The ops are declared once, in the table of turbogelu/_table.py, which `python -m turbogelu
+// codegen` writes into family_coeffs.h as
+//   TG_FAMILY_OPS(X): X(op, function whose programs it runs, kind), where the kinds are
+//     Plain   f(x);               backward grad * f'(x)   (exp2: 2^x, family_eval.h's exp2_eval)
+//     Scaled  cap * f(x / cap);   backward grad * f'(x / cap)
+//     Gated   f(a) * b;           backward (grad * b * f'(a), grad * f(a)) in one pass
+//   TG_FROM_OUTPUT_OPS(X): X(op) for the ops whose autograd default differentiates from the
+//     saved result y rather than from x (from_output below: two to four multiplies an
+//     element, PyTorch's formulas); the CPU has kernels for them (<op>_backward_from_output).
+// Adding a function is a row of that table and its spec (data/specs/<function>/).
 #pragma once
 
 #include <type_traits>
 
 #include "turbogelu/family_coeffs.h"
-
-// X(op, function whose programs it runs, kind):
-//   Plain   f(x);               backward grad * f'(x)   (exp2: 2^x, family_eval.h's exp2_eval)
-//   Scaled  cap * f(x / cap);   backward grad * f'(x / cap)
-//   Gated   f(a) * b;           backward (grad * b * f'(a), grad * f(a)) in one pass
-#define TG_FAMILY_OPS(X)     \
-  X(sigmoid, sigmoid, Plain) \
-  X(tanh, tanh, Plain)       \
-  X(silu, silu, Plain)       \
-  X(softcap, tanh, Scaled)   \
-  X(swiglu, silu, Gated)     \
-  X(exp2, exp2, Plain)
-
-// The ops whose autograd default differentiates from the saved result y rather than from x
-// (from_output below: two to four multiplies an element, PyTorch's formulas); the CPU has
-// kernels for them (<op>_backward_from_output).
-#define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(exp2) X(softcap)
 
 namespace turbogelu {
 

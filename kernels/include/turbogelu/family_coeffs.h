@@ -222,3 +222,14 @@ inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
 
 // The functions with cells programs: X(function, forward form, derivative form).
 #define TG_FAMILY_CELLS(X) X(sigmoid, HalfPlusOdd, Even) X(tanh, Odd, Even) X(silu, XHalfPlusOdd, HalfPlusOdd)
+
+// The ops (turbogelu/_table.py), X(op, function whose programs it runs, kind), and
+// those whose autograd default differentiates from the saved result (family.h).
+#define TG_FAMILY_OPS(X) \
+  X(sigmoid, sigmoid, Plain) \
+  X(tanh, tanh, Plain) \
+  X(silu, silu, Plain) \
+  X(softcap, tanh, Scaled) \
+  X(swiglu, silu, Gated) \
+  X(exp2, exp2, Plain)
+#define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(softcap) X(exp2)
