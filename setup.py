@@ -10,6 +10,10 @@ CUDA (kernels/cuda/) is compiled when a CUDA toolkit and a CUDA build of torch a
 TURBOGELU_CUDA=1 forces it (an error without them), TURBOGELU_CUDA=0 turns it off. No GPU is
 needed to build. CUDA_HOME is found through a wrapper-script nvcc (turbogelu/_build.py), and
 TORCH_CUDA_ARCH_LIST defaults to 9.0+PTX (the H200, plus PTX for newer GPUs).
+
+The benchmark's probes (torch.ops.turbogelu_bench: streaming-store limits, the kernels'
+benchmark switches; kernels/bench/) are compiled only with TURBOGELU_BENCH_PROBES=1, which
+`make build` and the GPU check set: the shipped extension holds the product's ops alone.
 """
 
 import glob
@@ -38,6 +42,12 @@ if WITH_CUDA:
     # Before torch.utils.cpp_extension is imported: it reads CUDA_HOME once, at import.
     os.environ.setdefault("CUDA_HOME", _build.find_cuda_home())
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", _build.DEFAULT_ARCH_LIST)
+WITH_PROBES = _build.want_probes()
+print(
+    f"turbogelu: the benchmark's probes {'ON' if WITH_PROBES else 'OFF'} "
+    "(TURBOGELU_BENCH_PROBES=1 builds them, as `make build` does)",
+    file=sys.stderr,
+)
 print(
     f"turbogelu: CUDA kernels {'ON' if WITH_CUDA else 'OFF'} ({WHY})"
     + (f"; arch list {os.environ['TORCH_CUDA_ARCH_LIST']}" if WITH_CUDA else ""),
@@ -51,13 +61,16 @@ from torch.utils.cpp_extension import (  # noqa: E402
 )
 
 
-def sources(with_cuda: bool):
+def sources(with_cuda: bool, with_probes: bool):
     patterns = ["kernels/common/*.cpp", "kernels/cpu/*.cpp"] + (
         ["kernels/cuda/*.cpp", "kernels/cuda/*.cu"] if with_cuda else []
     )
-    return sorted(
+    if with_probes:  # the benchmark's probes: kernels/bench/, its cuda_* files with CUDA only
+        patterns += ["kernels/bench/*.cpp"]
+    found = (
         os.path.relpath(p, HERE) for pat in patterns for p in glob.glob(os.path.join(HERE, pat))
     )
+    return sorted(p for p in found if with_cuda or not os.path.basename(p).startswith("cuda_"))
 
 
 CXX_FLAGS = [
@@ -85,7 +98,7 @@ setup(
     ext_modules=[
         Extension(
             "turbogelu._C",
-            sources(WITH_CUDA),
+            sources(WITH_CUDA, WITH_PROBES),
             include_dirs=[
                 os.path.join(HERE, "kernels", "include"),
                 os.path.join(HERE, "kernels", "cpu"),

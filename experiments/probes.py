@@ -1,15 +1,15 @@
 """The benchmark's probes, ``torch.ops.turbogelu_bench``: apart from the product's ops so that
 ``torch.ops.turbogelu`` holds only what a user calls.
 
-* ``_stream_copy(x)`` and ``_stream_read2(a, b)`` (kernels/cpu/stream_ops.cpp): x's bytes, and
+* ``_stream_copy(x)`` and ``_stream_read2(a, b)`` (kernels/bench/stream_ops.cpp): x's bytes, and
   a's bytes XOR b's, written with streaming stores: the machine's limits for one and two
   inputs, against which the benchmark measures the kernels; their ``.out`` forms write into a
   preallocated contiguous ``out`` of the input's shape and dtype; ``_stream_isa()`` says
   which vector code moves them;
 * ``_set_poly_scheme`` ("horner" | "estrin") and ``_set_parallel_grain`` (kernels/cpu/
-  gelu_ops.cpp): process-wide switches of the kernels that only the benchmark, the notebooks
-  and the tests turn. Each returns the previous value.
-* ``_cuda_last_launch()`` (CUDA builds only, kernels/cuda/gelu_cuda.cpp): [blocks, blocks per
+  hooks.h, registered by kernels/bench/cpu_hooks.cpp): process-wide switches of the kernels
+  that only the benchmark, the notebooks and the tests turn. Each returns the previous value.
+* ``_cuda_last_launch()`` (CUDA builds only, kernels/bench/cuda_probes.cpp): [blocks, blocks per
   SM, SMs] of the last CUDA kernel launch, which tests/test_cuda.py checks against the
   occupancy that the kernels' registers allow.
 
@@ -25,6 +25,13 @@ import turbogelu.ops  # noqa: F401  (loads turbogelu._C, which defines the names
 from turbogelu._checks import check_same_device
 
 OPS = torch.ops.turbogelu_bench
+# The probes are compiled only into a build made with TURBOGELU_BENCH_PROBES=1 (`make build`);
+# the shipped extension (a plain `pip install`) leaves them out.
+if not hasattr(OPS, "_stream_copy"):
+    raise ImportError(
+        "the benchmark's probes (torch.ops.turbogelu_bench) are not in this build of "
+        "turbogelu._C: rebuild it with TURBOGELU_BENCH_PROBES=1 (make build does)"
+    )
 HOOKS = ("_set_poly_scheme", "_set_parallel_grain")
 
 

@@ -41,6 +41,7 @@ THREADS = 256  # kThreads in kernels/cuda/elementwise.cuh
 # Sources of turbogelu._C (setup.py's globs) and the build's own files.
 BUILD_INPUTS = (
     "kernels/common/*.cpp",
+    "kernels/bench/*.cpp",
     "kernels/cpu/*.cpp",
     "kernels/cpu/*.h",
     "kernels/include/turbogelu/*.h",
@@ -111,6 +112,7 @@ def build(jobs: int) -> None:
 
     os.chdir(ROOT)
     sys.argv = ["setup.py", "build_ext", "--inplace"]
+    os.environ["TURBOGELU_BENCH_PROBES"] = "1"  # the bench and _cuda_last_launch need them
     try:
         import setuptools  # noqa: F401  (its distutils)
         from setuptools._distutils import ccompiler

@@ -128,3 +128,21 @@ def test_experiments_bad_arguments_are_usage_errors(capsys):
         assert ecli.main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and words in err and "\n" not in err, (argv, err)
+
+
+def test_lab_commands_without_the_lab_name_the_extra(monkeypatch, capsys):
+    """Every python -m turbogelu command is the lab's: without scipy (or mpmath, numpy) it
+    says which packages and the extra that brings them, in one line, exit 2 (issue 36, 5)."""
+    from turbogelu import cli
+
+    for blocked in (("scipy",), ("scipy", "mpmath")):
+        with monkeypatch.context() as m:
+            for name in blocked:
+                m.setitem(sys.modules, name, None)  # an import of it raises ImportError
+            for command in (["report"], ["fit"], ["codegen", "--check"]):
+                assert cli.main(command) == 2, command
+                err = capsys.readouterr().err.strip()
+                assert err.startswith(f"error: python -m turbogelu {command[0]} is part of")
+                assert f"needs {', '.join(blocked)}: pip install 'turbogelu[lab]'" in err
+                assert "\n" not in err
+    assert cli.missing_lab_packages() == []  # this environment has the lab

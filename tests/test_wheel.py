@@ -4,8 +4,9 @@ sources (GELU's and the family's) from package data and registers the MPS kernel
 against a fake ``compile_shader``, as tests/test_mps.py and test_mps_family.py do) from a
 directory that is not the checkout, with no research harness importable.
 
-The wheel is built with pip from this tree (the extension's objects from `make build` are
-reused: build/ is ninja's, so only what changed is compiled)."""
+The wheel is built with pip from this tree as a user would, without the benchmark's probes
+(TURBOGELU_BENCH_PROBES=0; the extension's objects from `make build` are reused: build/ is
+ninja's, so only the link differs)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,7 @@ with ops.use_cpu_kernel("poly"):  # the program Metal runs, on any CPU
 out["family_metal_compiled"] = sources[1:] == [mps.FAMILY_SOURCE.read_text()]
 out["family_default_backward"] = mps.family_default_backward()
 out["family_default_backward_paper"] = mps.family_default_backward("paper")
+out["bench_probes"] = hasattr(torch.ops.turbogelu_bench, "_stream_copy")
 try:
     import experiments  # noqa: F401
     out["harness"] = "importable"
@@ -87,6 +90,40 @@ except ImportError:
     out["harness"] = "absent"
 print(json.dumps(out))
 """
+
+
+# The ops without the lab: scipy blocked (an import of it raises ImportError), every function,
+# backward and module run, and no module of the lab (turbogelu.approx) loaded on the way.
+PROBE_WITHOUT_LAB = r"""
+import sys
+sys.modules["scipy"] = None
+import json
+import torch
+import turbogelu
+
+x = torch.linspace(-6, 6, 102, requires_grad=True)
+y = sum(
+    f(x).sum()
+    for f in (
+        turbogelu.gelu, turbogelu.sigmoid, turbogelu.tanh, turbogelu.silu, turbogelu.exp2,
+        lambda t: turbogelu.softcap(t, 30.0), lambda t: turbogelu.swiglu(t, t),
+        lambda t: turbogelu.softmax(t.reshape(1, -1)), turbogelu.GELU(), turbogelu.Sigmoid(),
+        turbogelu.Tanh(), turbogelu.SiLU(), turbogelu.Softcap(5.0), turbogelu.SwiGLU(dim=0),
+    )
+)
+y.backward()
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU(), torch.nn.SiLU())
+replaced = sum(turbogelu.replace_activations(model).values())
+lab = sorted(m for m, v in sys.modules.items() if v is not None and m.split(".")[0] == "scipy")
+lab += sorted(m for m in sys.modules if m.startswith("turbogelu.approx"))
+print(json.dumps({"grad_finite": bool(torch.isfinite(x.grad).all()), "replaced": replaced,
+                  "lab_modules": lab}))
+"""
+# python -m turbogelu report with scipy blocked: one line naming the extra, exit 2.
+REPORT_WITHOUT_LAB = (
+    "import runpy, sys; sys.modules['scipy'] = None; sys.argv = ['turbogelu', 'report']; "
+    "runpy.run_module('turbogelu', run_name='__main__', alter_sys=True)"
+)
 
 
 def _outside_env() -> dict:
@@ -111,7 +148,7 @@ def scratch(tmp_path_factory):
     _run(
         [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
          "--wheel-dir", str(tmp / "dist"), str(ROOT)],
-        cwd=ROOT, env=subprocess_env(), timeout=1500,
+        cwd=ROOT, env=subprocess_env(TURBOGELU_BENCH_PROBES="0"), timeout=1500,
     )  # fmt: skip
     (wheel,) = (tmp / "dist").glob("turbogelu-*.whl")
     venv = tmp / "venv"
@@ -158,7 +195,29 @@ def test_the_wheel_runs_outside_the_checkout(scratch):
     paper = turbogelu.mps.family_default_backward("paper")
     assert got["family_default_backward_paper"] == paper
     assert got["harness"] == "absent"  # the research harness stays in the checkout
+    assert got["bench_probes"] is False  # and the benchmark's probes are not in the wheel
     # the product's CLI works there too, its default spec from the package's data
     r = _run([str(py), "-m", "turbogelu", "report"], cwd=run_dir, env=env, timeout=600)
     assert "Error report: gelu_exact.json:forward" in r.stdout
     assert os.listdir(run_dir) == []  # and wrote nothing where it ran
+
+
+def test_the_ops_need_no_lab(scratch):
+    py, run_dir = scratch
+    env = _outside_env()
+    r = _run([str(py), "-c", PROBE_WITHOUT_LAB], cwd=run_dir, env=env, timeout=300)
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got == {"grad_finite": True, "replaced": 2, "lab_modules": []}
+    r = subprocess.run(
+        [str(py), "-c", REPORT_WITHOUT_LAB],
+        cwd=run_dir, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "needs scipy: pip install 'turbogelu[lab]'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_the_wheel_declares_the_lab_as_an_extra():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["torch"]
+    assert set(project["optional-dependencies"]["lab"]) >= {"scipy", "mpmath", "numpy"}

@@ -125,6 +125,15 @@ def cuda_switch() -> str | None:
     return value
 
 
+def want_probes() -> bool:
+    """Whether to compile the benchmark's probes (kernels/bench/): TURBOGELU_BENCH_PROBES=1,
+    which `make build` and the GPU check set; off in a plain `pip install` (and the wheel)."""
+    value = os.environ.get("TURBOGELU_BENCH_PROBES", "0").strip()
+    if value not in ("0", "1", ""):
+        raise RuntimeError(f"TURBOGELU_BENCH_PROBES must be 0 or 1, got {value!r}")
+    return value == "1"
+
+
 def want_cuda() -> tuple[bool, str]:
     """(build the CUDA sources?, why), from TURBOGELU_CUDA, the toolkit and torch."""
     switch = cuda_switch()

@@ -7,6 +7,7 @@ which reuses the argument helpers below."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -263,6 +264,15 @@ def add_form_arguments(p) -> None:
     p.add_argument("--radius", type=int, default=None, help="+search: ulps per move (1)")
 
 
+# The lab's packages (pyproject's [lab] extra): every command here fits, generates or measures.
+LAB_PACKAGES = ("numpy", "scipy", "mpmath")
+
+
+def missing_lab_packages() -> list[str]:
+    """The lab's packages that cannot be imported here (found without importing them)."""
+    return [name for name in LAB_PACKAGES if importlib.util.find_spec(name) is None]
+
+
 def run_command(args) -> int:
     """The subcommand, with what the user can fix said in one line and exit status 2 rather
     than a traceback: a ValueError (an unknown target, a bad range or degree, a malformed spec
@@ -344,4 +354,12 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     args.argv = argv[1:]
+    missing = missing_lab_packages()
+    if missing:
+        print(
+            f"error: python -m turbogelu {args.command} is part of the lab and needs "
+            f"{', '.join(missing)}: pip install 'turbogelu[lab]' (the ops need only torch)",
+            file=sys.stderr,
+        )
+        return 2
     return run_command(args)

@@ -23,6 +23,7 @@
 
 #include "cpu_kernels.h"
 #include "dispatch.h"
+#include "hooks.h"
 #include "turbogelu/gelu_coeffs.h"
 #include "turbogelu/ops_common.h"
 
@@ -134,13 +135,6 @@ std::vector<std::string> cpu_isas() { return available_isas(); }
 std::atomic<Scheme> g_scheme{Scheme::Horner};
 
 std::string scheme_name(Scheme s) { return s == Scheme::Horner ? "horner" : "estrin"; }
-
-std::string set_poly_scheme(c10::string_view name) {
-  TORCH_CHECK_VALUE(name == "horner" || name == "estrin",
-                    "turbogelu: the polynomial scheme must be 'horner' or 'estrin', got '", name,
-                    "'");
-  return scheme_name(g_scheme.exchange(name == "horner" ? Scheme::Horner : Scheme::Estrin));
-}
 
 // ---------------------------------------------------------------- CPU program: poly or cells
 
@@ -433,11 +427,6 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
 constexpr int64_t kDefaultGrain = 1 << 14;
 std::atomic<int64_t> g_grain{kDefaultGrain};
 
-int64_t set_parallel_grain(int64_t grain) {
-  TORCH_CHECK_VALUE(grain >= 1, "turbogelu: the parallel grain must be >= 1, got ", grain);
-  return g_grain.exchange(grain);
-}
-
 // Streaming stores for a call of n elements moving `bytes` with this grain: the threads that
 // at::parallel_for will use share the bytes. Only for an element-aligned output (always so
 // for a tensor; the streaming loop aligns each chunk to a line by elements).
@@ -582,6 +571,23 @@ void gelu_backward_out_autograd(const at::Tensor& grad, const at::Tensor& x,
 
 }  // namespace
 
+// The benchmark's switches (hooks.h), registered only in builds with the probes.
+namespace hooks {
+
+std::string set_poly_scheme(c10::string_view name) {
+  TORCH_CHECK_VALUE(name == "horner" || name == "estrin",
+                    "turbogelu: the polynomial scheme must be 'horner' or 'estrin', got '", name,
+                    "'");
+  return scheme_name(g_scheme.exchange(name == "horner" ? Scheme::Horner : Scheme::Estrin));
+}
+
+int64_t set_parallel_grain(int64_t grain) {
+  TORCH_CHECK_VALUE(grain >= 1, "turbogelu: the parallel grain must be >= 1, got ", grain);
+  return g_grain.exchange(grain);
+}
+
+}  // namespace hooks
+
 Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
 
 bool cuda_packed() { return packed_slot().load(std::memory_order_relaxed); }
@@ -634,14 +640,6 @@ TORCH_LIBRARY_FRAGMENT(turbogelu, m) {
   // The opt-in packed bfloat16 CUDA path on (true) or off; returns the previous setting.
   m.def("_set_cuda_packed(bool on) -> bool", &set_cuda_packed);
   m.def("_cuda_packed() -> bool", &cuda_packed);
-}
-
-// Benchmark hooks, process-wide (the benchmark's probes: torch.ops.turbogelu_bench).
-TORCH_LIBRARY_FRAGMENT(turbogelu_bench, m) {
-  // Elements per parallel chunk (returns the previous value).
-  m.def("_set_parallel_grain(int grain) -> int", &set_parallel_grain);
-  // Evaluate P by "horner" (default) or "estrin"; returns the previous one.
-  m.def("_set_poly_scheme(str scheme) -> str", &set_poly_scheme);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
