@@ -196,14 +196,23 @@ FROM_OUTPUT_FUNCTIONS = _table.names(from_output=True)
 
 
 def _from_output_elsewhere(name: str, grad, y, cap: float = 1.0):
-    """The formula by PyTorch's ops (a device without this package's from-output kernels)."""
+    """The formula by PyTorch's ops (a device without this package's from-output kernels).
+    16-bit inputs are computed in float32 and rounded once, as the CPU kernels do: in the
+    16-bit dtypes themselves every product would round (exp2's grad * y * ln 2 twice,
+    softcap's y / cap before the derivative), and the results would be an ulp or two off the
+    CPU's in a quarter of the elements."""
+    dtype = y.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        grad, y = grad.float(), y.float()
     if name == "sigmoid":
-        return torch.ops.aten.sigmoid_backward(grad, y)
-    if name == "tanh":
-        return torch.ops.aten.tanh_backward(grad, y)
-    if name == "softcap":
-        return torch.ops.aten.tanh_backward(grad, y * (1.0 / cap))
-    return grad * y * math.log(2.0)
+        out = torch.ops.aten.sigmoid_backward(grad, y)
+    elif name == "tanh":
+        out = torch.ops.aten.tanh_backward(grad, y)
+    elif name == "softcap":
+        out = torch.ops.aten.tanh_backward(grad, y * (1.0 / cap))
+    else:
+        out = grad * y * math.log(2.0)
+    return out.to(dtype)
 
 
 def _from_output_dy(name: str, gg, grad, y, cap: float):
