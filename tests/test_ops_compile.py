@@ -33,8 +33,9 @@ class _TinyMLP(nn.Module):
 
 def test_compile_inplace_and_out_forms(dynamo_reset):
     """The mutating forms under torch.compile (aot_eager: the same functionalization as
-    inductor, without code generation). Fails today, for the reason given in
-    test_mutating_ops_can_be_functionalized."""
+    inductor, without code generation) give the eager bits: their schemas return nothing, so
+    functionalization accepts them (test_ops.py's test_mutating_ops_can_be_functionalized
+    says why)."""
 
     def f(x, out):
         y = x * 2
@@ -50,9 +51,9 @@ def test_compile_inplace_and_out_forms(dynamo_reset):
 
 def test_compile_channels_last_conv_backward(dynamo_reset):
     """A channels_last conv followed by turbogelu.GELU, compiled (inductor), trained one step.
-    Fails today: autograd hands gelu_backward a contiguous grad with a channels_last x; the
-    CPU kernel then returns a contiguous result while the fake kernel says channels_last, and
-    inductor's stride assertion stops the backward."""
+    Autograd hands gelu_backward a contiguous grad with a channels_last x; the CPU kernel's
+    result takes x's layout, as the fake kernel says, so inductor's stride assertion holds
+    (it stopped the backward while the kernel followed grad's layout)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), turbogelu.GELU())
     model = model.to(memory_format=torch.channels_last)
