@@ -67,3 +67,19 @@ def assert_close_to_reference(actual, expected, atol_unit, scale=None):
     err = (a - e).abs()
     bad = ~(err <= bound)
     assert not bad.any(), f"max excess {(err - bound)[bad].max().item():.3e} at {bad.nonzero()[:4]}"
+
+
+def assert_within_an_ulp(got: torch.Tensor, want: torch.Tensor, msg: str = "") -> None:
+    """``got`` against ``want`` where PyTorch's own float32 arithmetic stands between them (the
+    from-output formula off the CPU): float32 within 2 ulps of ``want``; a 16-bit dtype within
+    1 ulp, and equal in all but 1 in 1000 elements."""
+    assert got.dtype == want.dtype, msg
+    info = torch.finfo(want.dtype)
+    _, exponent = torch.frexp(want.double())  # |want| in [2^(e-1), 2^e)
+    ulp = (info.eps * torch.exp2((exponent - 1).double())).clamp(min=info.tiny * info.eps)
+    off = (got.double() - want.double()).abs()
+    if want.dtype == torch.float32:
+        assert (off <= 2 * ulp).all(), msg
+    else:
+        assert (off <= ulp).all(), msg
+        assert (off > 0).float().mean() <= 1e-3, msg

@@ -34,6 +34,7 @@ import gpu_check
 import pytest
 import torch
 from conftest import BACKWARDS, DTYPES, HALF_DTYPES, assert_same_bits
+from op_references import assert_within_an_ulp
 from test_cuda import (
     DEVICE,
     KUNROLL,
@@ -51,6 +52,7 @@ from test_cuda import (
 
 import turbogelu
 from experiments.probes import OPS as BENCH_OPS
+from turbogelu import family
 
 # The CPU oracle runs the polynomials, the programs CUDA runs: its default on AVX-512 CPUs is
 # cells (test_family_cells.py), which differ from them by up to their error (the GPU check's
@@ -491,6 +493,27 @@ def test_family_autograd_on_cuda_uses_the_cuda_backward():
         assert_same_bits(x.grad.cpu(), want[0], op)
         if KIND[op] == "Gated":
             assert_same_bits(b.grad.cpu(), want[1], op)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, *HALF_DTYPES], ids=str)
+def test_family_default_backward_on_cuda_is_the_cpus(dtype):
+    """Autograd's default backward of the from-output ops on CUDA (the formula by PyTorch's
+    CUDA ops, 16-bit computed in float32) against the CPU's from-output kernels on the same
+    saved result: within an ulp (op_references.assert_within_an_ulp)."""
+    k = torch.arange(50_000, dtype=torch.float64)
+    x = (((k * 7919) % 19999 - 9999) / 1111.0).to(dtype)
+    g = (((k * 104729) % 997 - 498) / 256.0).to(dtype)
+    for op in family.FROM_OUTPUT_FUNCTIONS:
+        cap = _caps(op)[-1]
+        args = (cap,) if KIND[op] == "Scaled" else ()
+        xc = (x.clamp(max=10) if op == "exp2" else x).to(DEVICE).requires_grad_()
+        y = getattr(turbogelu, op)(xc, *args)
+        (dx,) = torch.autograd.grad(y, xc, g.to(DEVICE))
+        want = getattr(torch.ops.turbogelu, f"{op}_backward_from_output")(
+            g, y.detach().cpu(), *args
+        )
+        assert_within_an_ulp(dx.cpu(), want, f"{op} {dtype}")
 
 
 @needs_gpu
