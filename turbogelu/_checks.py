@@ -8,6 +8,7 @@ import math
 
 import torch
 
+from . import _table
 from ._spec_names import BACKWARDS, MODES
 
 BACKWARD = ("default", *BACKWARDS)
@@ -85,9 +86,16 @@ def check_family_backward(op: str, backward: str) -> None:
 
 
 def check_tier(op: str, tier: str) -> None:
-    """The family's tiers: "accurate" (the default) or "paper" (family_common.h's family_tier)."""
+    """The family's tiers: "accurate" (the default) or "paper" (family_common.h's family_tier),
+    where the op has the tier (the table's ``Op.tiers``; softplus has no paper program)."""
     if tier not in ("accurate", "paper"):
         raise ValueError(f"turbogelu.{op}: tier must be 'accurate' or 'paper', got {tier!r}")
+    row = next((o for o in _table.OPS if op in (o.name, o.module)), None)
+    if row is not None and tier not in row.tiers:
+        raise ValueError(
+            f"turbogelu.{op}: there is no {tier!r} tier for {row.name} (the source paper has "
+            f"no program for it); use tier='accurate'"
+        )
 
 
 def check_cap_type(cap, op: str = "softcap") -> None:

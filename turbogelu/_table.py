@@ -35,10 +35,15 @@ class Op:
     kind: str  # one of KINDS
     from_output: bool  # autograd's default derivative from the saved result (PyTorch's formula)
     module: str | None  # its nn.Module in turbogelu.modules, if it has one
+    # The tiers it has a program in (the paper tier only where the source paper has a program).
+    tiers: tuple[str, ...] = TIERS
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"op {self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if not self.tiers or self.tiers[0] != "accurate" or not set(self.tiers) <= set(TIERS):
+            raise ValueError(f"op {self.name}: tiers {self.tiers!r} must start with 'accurate' "
+                             f"and be among {TIERS}")  # fmt: skip
 
     @property
     def inplace(self) -> bool:
@@ -53,6 +58,8 @@ OPS = (
     Op("softcap", "tanh", "Scaled", from_output=True, module="Softcap"),
     Op("swiglu", "silu", "Gated", from_output=False, module="SwiGLU"),
     Op("exp2", "exp2", "Plain", from_output=True, module=None),
+    # The source paper has no softplus program: accurate tier only.
+    Op("softplus", "softplus", "Plain", from_output=False, module="Softplus", tiers=("accurate",)),
 )
 # exp2's programs are fitted by their own lab module (turbogelu.approx.exp2_programs); the
 # other programs by turbogelu.approx.family_programs.
@@ -75,3 +82,11 @@ def fitted_functions() -> tuple[str, ...]:
     """The functions with family_programs' programs (data/specs/<function>/), in order."""
     programs = dict.fromkeys(o.program for o in OPS)
     return tuple(p for p in programs if p not in OWN_PROGRAMS)
+
+
+def program_tiers(program: str) -> tuple[str, ...]:
+    """The tiers a function's programs are shipped in (its ops' tiers, which agree)."""
+    tiers = {o.tiers for o in OPS if o.program == program}
+    if len(tiers) != 1:
+        raise ValueError(f"program {program!r}: its ops' tiers are {sorted(tiers)}")
+    return tiers.pop()

@@ -549,6 +549,40 @@ def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     return _ops.exp2(x, backward=backward, tier=tier)
 
 
+# F.softplus's defaults, the only ones this program computes.
+SOFTPLUS_BETA, SOFTPLUS_THRESHOLD = 1.0, 20.0
+
+
+def _check_softplus_args(beta, threshold, op: str = "softplus") -> None:
+    if beta != SOFTPLUS_BETA or threshold != SOFTPLUS_THRESHOLD:
+        raise ValueError(
+            f"turbogelu.{op}: only beta={SOFTPLUS_BETA:g} and threshold={SOFTPLUS_THRESHOLD:g} "
+            f"(torch.nn.functional.softplus's defaults) are supported, got beta={beta!r}, "
+            f"threshold={threshold!r}; use torch.nn.functional.softplus for others"
+        )
+
+
+def softplus(
+    x: torch.Tensor,
+    beta: float = 1.0,
+    threshold: float = 20.0,
+    *,
+    backward: str = "default",
+    tier: str = "accurate",
+) -> torch.Tensor:
+    """Polynomial softplus log(1 + e^x), a drop-in for ``torch.nn.functional.softplus`` with its
+    defaults (beta 1, threshold 20; other values are refused): x/2 + P(|x|) for |x| <= 11,
+    x above and +0.0 below. float32 within 3e-5 of the exact function beyond half an ulp of
+    the result (so relatively ever tighter as softplus grows like x); bfloat16 and float16
+    within 1 ulp of the correctly rounded value for x >= -3 (below, within 3e-5 beyond half
+    an ulp). Only the accurate tier: the source paper has no softplus program, so
+    ``tier="paper"`` is refused. The gradient is ``grad * sigmoid(x)`` by a fitted program
+    (``backward="direct"``, the default) or the program's own derivative (``"matched"``)."""
+    _tensor(x, "softplus")
+    _check_softplus_args(beta, threshold)
+    return _ops.softplus(x, backward=backward, tier=tier)
+
+
 def softmax(x: torch.Tensor, dim: int = -1, *, tier: str = "accurate") -> torch.Tensor:
     """Softmax along ``dim`` by this package's exp2 (CPU; float32, float16, bfloat16, computed
     in float32): the row's max subtracted, t = (x - max) * log2(e), exp2(t) in the ``tier``
@@ -575,6 +609,7 @@ sigmoid_ = _inplace("sigmoid")
 tanh_ = _inplace("tanh")
 silu_ = _inplace("silu")
 exp2_ = _inplace("exp2")
+softplus_ = _inplace("softplus")
 
 
 def softcap_(x: torch.Tensor, cap: float, tier: str = "accurate") -> torch.Tensor:

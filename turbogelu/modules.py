@@ -1,5 +1,5 @@
-"""nn.Module drop-ins for nn.GELU, nn.SiLU, nn.Sigmoid and nn.Tanh (plus SwiGLU and Softcap),
-and functions that swap them into an existing model."""
+"""nn.Module drop-ins for nn.GELU, nn.SiLU, nn.Sigmoid, nn.Tanh and nn.Softplus (plus SwiGLU and
+Softcap), and functions that swap them into an existing model."""
 
 from __future__ import annotations
 
@@ -132,12 +132,44 @@ class Softcap(_Family):
         return f"cap={self.cap}, " + super().extra_repr()
 
 
-# kind -> (the torch module it replaces, a function making the replacement from it)
+class Softplus(_Family):
+    """Polynomial softplus: ``turbogelu.Softplus()`` replaces ``nn.Softplus()`` with its
+    default beta (1) and threshold (20), the only ones it computes."""
+
+    def __init__(
+        self,
+        beta: float = 1.0,
+        threshold: float = 20.0,
+        *,
+        backward: str = "default",
+        tier: str = "accurate",
+    ) -> None:
+        super().__init__(backward=backward, tier=tier)
+        family._check_softplus_args(beta, threshold, "Softplus")
+        self.beta, self.threshold = float(beta), float(threshold)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return family.softplus(x, **self._kw())
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta:g}, threshold={self.threshold:g}, " + super().extra_repr()
+
+
+def _softplus_replacement(m: nn.Softplus, bw: str) -> Softplus | None:
+    """An nn.Softplus with the defaults; None (left as it is) for any other beta or threshold."""
+    if m.beta != family.SOFTPLUS_BETA or m.threshold != family.SOFTPLUS_THRESHOLD:
+        return None
+    return Softplus(backward=bw)
+
+
+# kind -> (the torch module it replaces, a function making the replacement from it, or None
+# where this package does not compute that module's settings)
 _REPLACEMENTS = {
     "gelu": (nn.GELU, lambda m, bw: GELU(m.approximate, backward=bw)),
     "silu": (nn.SiLU, lambda m, bw: SiLU(m.inplace, backward=bw)),
     "sigmoid": (nn.Sigmoid, lambda m, bw: Sigmoid(backward=bw)),
     "tanh": (nn.Tanh, lambda m, bw: Tanh(backward=bw)),
+    "softplus": (nn.Softplus, _softplus_replacement),
 }
 KINDS = tuple(_REPLACEMENTS)
 
@@ -145,11 +177,12 @@ KINDS = tuple(_REPLACEMENTS)
 def replace_activations(
     model: nn.Module, kinds=KINDS, *, backward: str = "default"
 ) -> dict[str, int]:
-    """Replace every ``nn.GELU``, ``nn.SiLU``, ``nn.Sigmoid`` and ``nn.Tanh`` of the given
-    ``kinds`` inside ``model`` (in place) by this package's module; return how many modules
-    of each kind were replaced (shared instances count once and stay shared, as in
-    ``replace_gelu``). Only those module types are matched, never functional calls
-    (``torch.sigmoid`` inside a forward) or subclasses of this package's modules."""
+    """Replace every ``nn.GELU``, ``nn.SiLU``, ``nn.Sigmoid``, ``nn.Tanh`` and ``nn.Softplus``
+    of the given ``kinds`` inside ``model`` (in place) by this package's module; return how
+    many modules of each kind were replaced (shared instances count once and stay shared, as
+    in ``replace_gelu``). An ``nn.Softplus`` with a beta or threshold other than the defaults
+    is left as it is (not counted). Only those module types are matched, never functional
+    calls (``torch.sigmoid`` inside a forward) or subclasses of this package's modules."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"replace_activations expects an nn.Module, got {type(model).__name__}")
     if isinstance(kinds, str):
@@ -163,7 +196,7 @@ def replace_activations(
     if bad:
         raise ValueError(f"replace_activations: unknown kind(s) {bad}; choose from {KINDS}")
     family._check_backward("replace_activations", backward)
-    ours = (GELU, SiLU, Sigmoid, Tanh)
+    ours = (GELU, SiLU, Sigmoid, Tanh, Softplus)
     counts = {k: 0 for k in kinds}
     replacement: dict[int, nn.Module] = {}
     for parent in model.modules():
@@ -174,7 +207,10 @@ def replace_activations(
                 cls, make = _REPLACEMENTS[kind]
                 if type(child) is cls or isinstance(child, cls):
                     if id(child) not in replacement:
-                        replacement[id(child)] = make(child, backward)
+                        new = make(child, backward)
+                        if new is None:
+                            break
+                        replacement[id(child)] = new
                         counts[kind] += 1
                     setattr(parent, name, replacement[id(child)])
                     break

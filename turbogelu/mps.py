@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from . import _table
 from ._checks import (
     check_args,
     check_cap,
@@ -116,9 +117,15 @@ def default_backward() -> dict[str, str]:
 
 @functools.cache
 def family_default_backward(tier: str = "accurate") -> dict[str, str]:
-    """{function: 'direct' | 'matched'}: each family spec's default backward in ``tier``."""
+    """{function: 'direct' | 'matched'}: each family spec's default backward in ``tier`` (a
+    function without that tier: its accurate tier's, whose programs the Metal tables hold in
+    its place, as codegen.load_family; the ops refuse the tier before any kernel runs)."""
     check_tier("mps", tier)
-    return {fn: _spec_default(f"{fn}/{tier}.json") for fn in (*FAMILY_FUNCTIONS, "exp2")}
+    out = {}
+    for fn in (*FAMILY_FUNCTIONS, "exp2"):
+        tiers = _table.program_tiers(fn)
+        out[fn] = _spec_default(f"{fn}/{tier if tier in tiers else tiers[0]}.json")
+    return out
 
 
 # ---------------------------------------------------------------- checks (as ops_common.h)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "dispatch.h"
@@ -325,40 +326,54 @@ void swiglu_backward_out_ag(const T& g, const T& a, const T& b, S bw, S tier, co
                  ga, gb);
 }
 
+// The registrations of the Plain ops, one per row of the table (TG_FAMILY_OPS, TG_FROM_OUTPUT_
+// OPS), so that a new Plain function needs no line here; softcap and swiglu have their own.
+template <FamilyOp Op>
+void impl_plain_from_output(torch::Library& m, const std::string& op) {
+  if constexpr (kind_of(Op) == Kind::Plain) {
+    m.impl((op + "_backward_from_output").c_str(), &from_output_plain<Op>);
+    m.impl((op + "_backward_from_output.out").c_str(), &from_output_plain_out<Op>);
+  }
+}
+template <FamilyOp Op>
+void impl_plain_autograd(torch::Library& m, const std::string& op) {
+  if constexpr (kind_of(Op) == Kind::Plain) {
+    m.impl((op + ".out").c_str(), &unary_out_ag<Op>);
+    m.impl((op + "_").c_str(), &unary_inplace_ag<Op>);
+    m.impl((op + "_backward.out").c_str(), &unary_backward_out_ag<Op>);
+  }
+}
+template <FamilyOp Op>
+void impl_plain_from_output_autograd(torch::Library& m, const std::string& op) {
+  if constexpr (kind_of(Op) == Kind::Plain) {
+    m.impl((op + "_backward_from_output.out").c_str(), &from_output_out_ag<Op>);
+  }
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
   ops::impl_family_ops<CpuFamilyBackend>(m);
   m.impl("softmax", &softmax_cpu);
-#define TG_FROM_OUTPUT(op)                                               \
-  m.impl(#op "_backward_from_output", &from_output_plain<kFamily_##op>); \
-  m.impl(#op "_backward_from_output.out", &from_output_plain_out<kFamily_##op>);
-  TG_FROM_OUTPUT(sigmoid)
-  TG_FROM_OUTPUT(tanh)
-  TG_FROM_OUTPUT(exp2)
+#define TG_FROM_OUTPUT(op) impl_plain_from_output<kFamily_##op>(m, #op);
+  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT)
 #undef TG_FROM_OUTPUT
   m.impl("softcap_backward_from_output", &softcap_from_output);
   m.impl("softcap_backward_from_output.out", &softcap_from_output_out);
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
-#define TG_UNARY(op)                                \
-  m.impl(#op ".out", &unary_out_ag<kFamily_##op>);  \
-  m.impl(#op "_", &unary_inplace_ag<kFamily_##op>); \
-  m.impl(#op "_backward.out", &unary_backward_out_ag<kFamily_##op>);
-  TG_UNARY(sigmoid)
-  TG_UNARY(tanh)
-  TG_UNARY(silu)
-  TG_UNARY(exp2)
-#undef TG_UNARY
+#define TG_PLAIN(op, fn, kind) impl_plain_autograd<kFamily_##op>(m, #op);
+  TG_FAMILY_OPS(TG_PLAIN)
+#undef TG_PLAIN
+#define TG_FROM_OUTPUT(op) impl_plain_from_output_autograd<kFamily_##op>(m, #op);
+  TG_FROM_OUTPUT_OPS(TG_FROM_OUTPUT)
+#undef TG_FROM_OUTPUT
   m.impl("softcap.out", &softcap_out_ag);
   m.impl("softcap_", &softcap_inplace_ag);
   m.impl("softcap_backward.out", &softcap_backward_out_ag);
   m.impl("swiglu.out", &swiglu_out_ag);
   m.impl("swiglu_backward.out", &swiglu_backward_out_ag);
-  m.impl("sigmoid_backward_from_output.out", &from_output_out_ag<kFamily_sigmoid>);
-  m.impl("tanh_backward_from_output.out", &from_output_out_ag<kFamily_tanh>);
-  m.impl("exp2_backward_from_output.out", &from_output_out_ag<kFamily_exp2>);
   m.impl("softcap_backward_from_output.out", &softcap_from_output_out_ag);
 }
 

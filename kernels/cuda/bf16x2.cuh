@@ -46,8 +46,13 @@ __device__ __forceinline__ Bf16x2 tg_add(Bf16x2 a, Bf16x2 b) { return {__hadd2_r
 __device__ __forceinline__ Bf16x2 tg_abs(Bf16x2 a) { return {__habs2(a.v)}; }
 __device__ __forceinline__ Bf16x2 tg_splat(Bf16x2, float c) { return {__float2bfloat162_rn(c)}; }
 __device__ __forceinline__ Bf16x2Mask tg_gt(Bf16x2 a, Bf16x2 b) { return {__hgt2_mask(a.v, b.v)}; }
+__device__ __forceinline__ Bf16x2Mask tg_lt(Bf16x2 a, Bf16x2 b) { return {__hlt2_mask(a.v, b.v)}; }
 __device__ __forceinline__ Bf16x2 tg_select(Bf16x2Mask m, Bf16x2 a, Bf16x2 b) {
   return from_bits((bits_of(a) & m.bits) | (bits_of(b) & ~m.bits));
+}
+// |p| with x's sign per lane (family_eval.h's HalfPlusSigned), by bits.
+__device__ __forceinline__ Bf16x2 tg_copysign(Bf16x2 p, Bf16x2 x) {
+  return from_bits((bits_of(p) & 0x7fff7fffu) | (bits_of(x) & 0x80008000u));
 }
 // m ? max(x, -0.0) : other per lane (x beyond +clamp, -0.0 below -clamp), by bits.
 __device__ __forceinline__ Bf16x2 tg_tail_select(Bf16x2Mask m, Bf16x2 x, Bf16x2 other) {

@@ -22,16 +22,18 @@
 //   0-2: sigmoid accurate
 //   3-5: tanh accurate
 //   6-8: silu accurate
-//   9-11: sigmoid paper
-//   12-14: tanh paper
-//   15-17: silu paper
-//   18-20: exp2 accurate
-//   21-23: exp2 paper
+//   9-11: softplus accurate
+//   12-14: sigmoid paper
+//   15-17: tanh paper
+//   18-20: silu paper
+//   21-23: softplus paper
+//   24-26: exp2 accurate
+//   27-29: exp2 paper
 // Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
 // pair per kind of op instantiated for each op, tier and storage type.
 // The default backward (read by turbogelu/mps.py), per tier and function:
-// default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct, exp2=direct
-// default_backward (paper): sigmoid=direct, tanh=matched, silu=matched, exp2=direct
+// default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct, softplus=direct, exp2=direct
+// default_backward (paper): sigmoid=direct, tanh=matched, silu=matched, softplus=direct, exp2=direct
 // float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
 // float64 on Apple GPUs.
 #include <metal_stdlib>
@@ -45,7 +47,7 @@ using namespace metal;
 #endif
 
 #define TG_FAMILY_N 14  // coefficients per row (the highest degree + 1)
-#define TG_FAMILY_PROGRAMS 24
+#define TG_FAMILY_PROGRAMS 30
 
 constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     10.44999980926513671875f,  // 0: sigmoid accurate forward: 0x1.4e6666p+3
@@ -57,21 +59,27 @@ constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     13.0f,  // 6: silu accurate forward: 0x1.ap+3
     13.0f,  // 7: silu accurate backward_direct: 0x1.ap+3
     13.0f,  // 8: silu accurate backward_matched: 0x1.ap+3
-    5.2600002288818359375f,  // 9: sigmoid paper forward: 0x1.50a3d8p+2
-    5.599999904632568359375f,  // 10: sigmoid paper backward_direct: 0x1.666666p+2
-    5.2600002288818359375f,  // 11: sigmoid paper backward_matched: 0x1.50a3d8p+2
-    2.7799999713897705078125f,  // 12: tanh paper forward: 0x1.63d70ap+1
-    2.7799999713897705078125f,  // 13: tanh paper backward_direct: 0x1.63d70ap+1
-    2.7799999713897705078125f,  // 14: tanh paper backward_matched: 0x1.63d70ap+1
-    5.30000019073486328125f,  // 15: silu paper forward: 0x1.533334p+2
-    5.30000019073486328125f,  // 16: silu paper backward_direct: 0x1.533334p+2
-    5.30000019073486328125f,  // 17: silu paper backward_matched: 0x1.533334p+2
-    0.0f,  // 18: exp2 accurate forward: 0x0p+0
-    0.0f,  // 19: exp2 accurate backward_direct: 0x0p+0
-    0.0f,  // 20: exp2 accurate backward_matched: 0x0p+0
-    0.0f,  // 21: exp2 paper forward: 0x0p+0
-    0.0f,  // 22: exp2 paper backward_direct: 0x0p+0
-    0.0f,  // 23: exp2 paper backward_matched: 0x0p+0
+    11.0f,  // 9: softplus accurate forward: 0x1.6p+3
+    11.0f,  // 10: softplus accurate backward_direct: 0x1.6p+3
+    11.0f,  // 11: softplus accurate backward_matched: 0x1.6p+3
+    5.2600002288818359375f,  // 12: sigmoid paper forward: 0x1.50a3d8p+2
+    5.599999904632568359375f,  // 13: sigmoid paper backward_direct: 0x1.666666p+2
+    5.2600002288818359375f,  // 14: sigmoid paper backward_matched: 0x1.50a3d8p+2
+    2.7799999713897705078125f,  // 15: tanh paper forward: 0x1.63d70ap+1
+    2.7799999713897705078125f,  // 16: tanh paper backward_direct: 0x1.63d70ap+1
+    2.7799999713897705078125f,  // 17: tanh paper backward_matched: 0x1.63d70ap+1
+    5.30000019073486328125f,  // 18: silu paper forward: 0x1.533334p+2
+    5.30000019073486328125f,  // 19: silu paper backward_direct: 0x1.533334p+2
+    5.30000019073486328125f,  // 20: silu paper backward_matched: 0x1.533334p+2
+    11.0f,  // 21: softplus paper forward: 0x1.6p+3
+    11.0f,  // 22: softplus paper backward_direct: 0x1.6p+3
+    11.0f,  // 23: softplus paper backward_matched: 0x1.6p+3
+    0.0f,  // 24: exp2 accurate forward: 0x0p+0
+    0.0f,  // 25: exp2 accurate backward_direct: 0x0p+0
+    0.0f,  // 26: exp2 accurate backward_matched: 0x0p+0
+    0.0f,  // 27: exp2 paper forward: 0x0p+0
+    0.0f,  // 28: exp2 paper backward_direct: 0x0p+0
+    0.0f,  // 29: exp2 paper backward_matched: 0x0p+0
 };
 constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.1913875639438629150390625f,  // 0: 0x1.87f634p-3
@@ -83,24 +91,30 @@ constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.15384615957736968994140625f,  // 6: 0x1.3b13b2p-3
     0.15384615957736968994140625f,  // 7: 0x1.3b13b2p-3
     0.15384615957736968994140625f,  // 8: 0x1.3b13b2p-3
-    0.375f,  // 9: 0x1.8p-2
-    0.357421875f,  // 10: 0x1.6ep-2
-    0.375f,  // 11: 0x1.8p-2
-    0.703125f,  // 12: 0x1.68p-1
-    0.703125f,  // 13: 0x1.68p-1
-    0.703125f,  // 14: 0x1.68p-1
-    0.06982421875f,  // 15: 0x1.1ep-4
-    0.06982421875f,  // 16: 0x1.1ep-4
-    0.06982421875f,  // 17: 0x1.1ep-4
-    0.0f,  // 18: 0x0p+0
-    0.0f,  // 19: 0x0p+0
-    0.0f,  // 20: 0x0p+0
-    0.0f,  // 21: 0x0p+0
-    0.0f,  // 22: 0x0p+0
-    0.0f,  // 23: 0x0p+0
+    0.181818187236785888671875f,  // 9: 0x1.745d18p-3
+    0.181818187236785888671875f,  // 10: 0x1.745d18p-3
+    0.181818187236785888671875f,  // 11: 0x1.745d18p-3
+    0.375f,  // 12: 0x1.8p-2
+    0.357421875f,  // 13: 0x1.6ep-2
+    0.375f,  // 14: 0x1.8p-2
+    0.703125f,  // 15: 0x1.68p-1
+    0.703125f,  // 16: 0x1.68p-1
+    0.703125f,  // 17: 0x1.68p-1
+    0.06982421875f,  // 18: 0x1.1ep-4
+    0.06982421875f,  // 19: 0x1.1ep-4
+    0.06982421875f,  // 20: 0x1.1ep-4
+    0.181818187236785888671875f,  // 21: 0x1.745d18p-3
+    0.181818187236785888671875f,  // 22: 0x1.745d18p-3
+    0.181818187236785888671875f,  // 23: 0x1.745d18p-3
+    0.0f,  // 24: 0x0p+0
+    0.0f,  // 25: 0x0p+0
+    0.0f,  // 26: 0x0p+0
+    0.0f,  // 27: 0x0p+0
+    0.0f,  // 28: 0x0p+0
+    0.0f,  // 29: 0x0p+0
 };
-// The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: unused,
-// -0.0 and x itself).
+// The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: x itself
+// above; below -0.0 for XHalfPlusEven and XHalfPlus, this for XHalfPlusNonNeg).
 constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 0
     0.0f,  // 1
@@ -114,18 +128,24 @@ constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 9
     0.0f,  // 10
     0.0f,  // 11
-    -1.0f,  // 12
+    0.0f,  // 12
     0.0f,  // 13
     0.0f,  // 14
-    -0.0f,  // 15
+    -1.0f,  // 15
     0.0f,  // 16
     0.0f,  // 17
-    0.0f,  // 18
+    -0.0f,  // 18
     0.0f,  // 19
     0.0f,  // 20
     0.0f,  // 21
     0.0f,  // 22
     0.0f,  // 23
+    0.0f,  // 24
+    0.0f,  // 25
+    0.0f,  // 26
+    0.0f,  // 27
+    0.0f,  // 28
+    0.0f,  // 29
 };
 constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     1.0f,  // 0
@@ -137,21 +157,27 @@ constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 6
     1.0f,  // 7
     1.0f,  // 8
-    1.0f,  // 9
-    0.0f,  // 10
-    0.0f,  // 11
+    0.0f,  // 9
+    1.0f,  // 10
+    1.0f,  // 11
     1.0f,  // 12
     0.0f,  // 13
     0.0f,  // 14
-    0.0f,  // 15
-    1.0f,  // 16
-    1.0f,  // 17
+    1.0f,  // 15
+    0.0f,  // 16
+    0.0f,  // 17
     0.0f,  // 18
-    0.0f,  // 19
-    0.0f,  // 20
+    1.0f,  // 19
+    1.0f,  // 20
     0.0f,  // 21
-    0.0f,  // 22
-    0.0f,  // 23
+    1.0f,  // 22
+    1.0f,  // 23
+    0.0f,  // 24
+    0.0f,  // 25
+    0.0f,  // 26
+    0.0f,  // 27
+    0.0f,  // 28
+    0.0f,  // 29
 };
 constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
     {  // 0: sigmoid accurate forward: HalfPlusOdd, degree 11
@@ -298,7 +324,55 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.434214413166046142578125f,  // c[12] = 0x1.bca2b4p-2
         -0.2743099629878997802734375f,  // c[13] = -0x1.18e4b6p-2
     },
-    {  // 9: sigmoid paper forward: HalfPlusOdd, degree 2
+    {  // 9: softplus accurate forward: XHalfPlusNonNeg, degree 11
+        2.7540683746337890625f,  // c[0] = 0x1.60855p+1
+        2.72788906097412109375f,  // c[1] = 0x1.5d2b78p+1
+        0.0619765222072601318359375f,  // c[2] = 0x1.fbb63p-5
+        -0.117801941931247711181640625f,  // c[3] = -0x1.e2844ap-4
+        0.14413590729236602783203125f,  // c[4] = 0x1.2730bap-3
+        -0.119019828736782073974609375f,  // c[5] = -0x1.e78156p-4
+        0.1574362218379974365234375f,  // c[6] = 0x1.426decp-3
+        -0.20584280788898468017578125f,  // c[7] = -0x1.a590eap-3
+        0.031597487628459930419921875f,  // c[8] = 0x1.02d8bcp-5
+        0.131663024425506591796875f,  // c[9] = 0x1.0da558p-3
+        -0.0526584647595882415771484375f,  // c[10] = -0x1.af60cep-5
+        -0.013452793471515178680419921875f,  // c[11] = -0x1.b8d236p-7
+        0.0f,
+        0.0f,
+    },
+    {  // 10: softplus accurate backward_direct: HalfPlusSigned, degree 11
+        0.4959750473499298095703125f,  // c[0] = 0x1.fbe0e2p-2
+        0.0218572504818439483642578125f,  // c[1] = 0x1.661bf4p-6
+        -0.064048595726490020751953125f,  // c[2] = -0x1.0657d2p-4
+        0.120408616960048675537109375f,  // c[3] = 0x1.ed3196p-4
+        -0.10940779745578765869140625f,  // c[4] = -0x1.c02264p-4
+        0.07261784374713897705078125f,  // c[5] = 0x1.297154p-4
+        -0.2597739696502685546875f,  // c[6] = -0x1.0a023p-2
+        0.3002530038356781005859375f,  // c[7] = 0x1.337586p-2
+        0.214162766933441162109375f,  // c[8] = 0x1.b69af8p-3
+        -0.377981126308441162109375f,  // c[9] = -0x1.830d7cp-2
+        -0.026857145130634307861328125f,  // c[10] = -0x1.b80708p-6
+        0.112836070358753204345703125f,  // c[11] = 0x1.ce2d32p-4
+        0.0f,
+        0.0f,
+    },
+    {  // 11: softplus accurate backward_matched: HalfPlusSigned, degree 10
+        0.495979845523834228515625f,  // c[0] = 0x1.fbe224p-2
+        0.02253691852092742919921875f,  // c[1] = 0x1.713ebp-6
+        -0.06425561010837554931640625f,  // c[2] = -0x1.0730e4p-4
+        0.104826115071773529052734375f,  // c[3] = 0x1.ad5e26p-4
+        -0.10819984972476959228515625f,  // c[4] = -0x1.bb2fc4p-4
+        0.1717486083507537841796875f,  // c[5] = 0x1.5fbdbcp-3
+        -0.2619817554950714111328125f,  // c[6] = -0x1.0c44f2p-2
+        0.0459599830210208892822265625f,  // c[7] = 0x1.788112p-5
+        0.2154485881328582763671875f,  // c[8] = 0x1.b93d1cp-3
+        -0.095742665231227874755859375f,  // c[9] = -0x1.882976p-4
+        -0.02690558694303035736083984375f,  // c[10] = -0x1.b8d236p-6
+        0.0f,  // c[11]: leading zero (the pair's degree 11)
+        0.0f,
+        0.0f,
+    },
+    {  // 12: sigmoid paper forward: HalfPlusOdd, degree 2
         0.1630859375f,  // c[0] = 0x1.4ep-3
         -0.09423828125f,  // c[1] = -0x1.82p-4
         0.02294921875f,  // c[2] = 0x1.78p-6
@@ -314,7 +388,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 10: sigmoid paper backward_direct: Even, degree 4
+    {  // 13: sigmoid paper backward_direct: Even, degree 4
         0.053466796875f,  // c[0] = 0x1.b6p-5
         -0.1533203125f,  // c[1] = -0x1.3ap-3
         0.1533203125f,  // c[2] = 0x1.3ap-3
@@ -330,7 +404,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 11: sigmoid paper backward_matched: Even, degree 2
+    {  // 14: sigmoid paper backward_matched: Even, degree 2
         0.06884765625f,  // c[0] = 0x1.1ap-4
         -0.142578125f,  // c[1] = -0x1.24p-3
         0.06884765625f,  // c[2] = 0x1.1ap-4
@@ -346,7 +420,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 12: tanh paper forward: Odd, degree 3
+    {  // 15: tanh paper forward: Odd, degree 3
         0.62890625f,  // c[0] = 0x1.42p-1
         -0.40234375f,  // c[1] = -0x1.9cp-2
         0.0947265625f,  // c[2] = 0x1.84p-4
@@ -362,7 +436,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 13: tanh paper backward_direct: Even, degree 3
+    {  // 16: tanh paper backward_direct: Even, degree 3
         0.2265625f,  // c[0] = 0x1.dp-3
         -0.615234375f,  // c[1] = -0x1.3bp-1
         0.377197265625f,  // c[2] = 0x1.824p-2
@@ -378,7 +452,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 14: tanh paper backward_matched: Even, degree 3
+    {  // 17: tanh paper backward_matched: Even, degree 3
         0.2265625f,  // c[0] = 0x1.dp-3
         -0.615234375f,  // c[1] = -0x1.3bp-1
         0.377197265625f,  // c[2] = 0x1.824p-2
@@ -394,7 +468,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 15: silu paper forward: XHalfPlus, in x^2, degree 3
+    {  // 18: silu paper forward: XHalfPlus, in x^2, degree 3
         1.828125f,  // c[0] = 0x1.d4p+0
         1.0f,  // c[1] = 0x1p+0
         -0.470703125f,  // c[2] = -0x1.e2p-2
@@ -410,7 +484,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 16: silu paper backward_direct: HalfPlusOdd, in x^2, degree 2
+    {  // 19: silu paper backward_direct: HalfPlusOdd, in x^2, degree 2
         0.1396484375f,  // c[0] = 0x1.1ep-3
         -0.131465911865234375f,  // c[1] = -0x1.0d3ep-3
         0.139102935791015625f,  // c[2] = 0x1.1ce2p-3
@@ -426,7 +500,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 17: silu paper backward_matched: HalfPlusOdd, in x^2, degree 2
+    {  // 20: silu paper backward_matched: HalfPlusOdd, in x^2, degree 2
         0.1396484375f,  // c[0] = 0x1.1ep-3
         -0.131465911865234375f,  // c[1] = -0x1.0d3ep-3
         0.139102935791015625f,  // c[2] = 0x1.1ce2p-3
@@ -442,7 +516,55 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 18: exp2 accurate forward: Exp2Nearest, degree 5
+    {  // 21: softplus paper forward: XHalfPlusNonNeg, degree 11
+        2.7540683746337890625f,  // c[0] = 0x1.60855p+1
+        2.72788906097412109375f,  // c[1] = 0x1.5d2b78p+1
+        0.0619765222072601318359375f,  // c[2] = 0x1.fbb63p-5
+        -0.117801941931247711181640625f,  // c[3] = -0x1.e2844ap-4
+        0.14413590729236602783203125f,  // c[4] = 0x1.2730bap-3
+        -0.119019828736782073974609375f,  // c[5] = -0x1.e78156p-4
+        0.1574362218379974365234375f,  // c[6] = 0x1.426decp-3
+        -0.20584280788898468017578125f,  // c[7] = -0x1.a590eap-3
+        0.031597487628459930419921875f,  // c[8] = 0x1.02d8bcp-5
+        0.131663024425506591796875f,  // c[9] = 0x1.0da558p-3
+        -0.0526584647595882415771484375f,  // c[10] = -0x1.af60cep-5
+        -0.013452793471515178680419921875f,  // c[11] = -0x1.b8d236p-7
+        0.0f,
+        0.0f,
+    },
+    {  // 22: softplus paper backward_direct: HalfPlusSigned, degree 11
+        0.4959750473499298095703125f,  // c[0] = 0x1.fbe0e2p-2
+        0.0218572504818439483642578125f,  // c[1] = 0x1.661bf4p-6
+        -0.064048595726490020751953125f,  // c[2] = -0x1.0657d2p-4
+        0.120408616960048675537109375f,  // c[3] = 0x1.ed3196p-4
+        -0.10940779745578765869140625f,  // c[4] = -0x1.c02264p-4
+        0.07261784374713897705078125f,  // c[5] = 0x1.297154p-4
+        -0.2597739696502685546875f,  // c[6] = -0x1.0a023p-2
+        0.3002530038356781005859375f,  // c[7] = 0x1.337586p-2
+        0.214162766933441162109375f,  // c[8] = 0x1.b69af8p-3
+        -0.377981126308441162109375f,  // c[9] = -0x1.830d7cp-2
+        -0.026857145130634307861328125f,  // c[10] = -0x1.b80708p-6
+        0.112836070358753204345703125f,  // c[11] = 0x1.ce2d32p-4
+        0.0f,
+        0.0f,
+    },
+    {  // 23: softplus paper backward_matched: HalfPlusSigned, degree 10
+        0.495979845523834228515625f,  // c[0] = 0x1.fbe224p-2
+        0.02253691852092742919921875f,  // c[1] = 0x1.713ebp-6
+        -0.06425561010837554931640625f,  // c[2] = -0x1.0730e4p-4
+        0.104826115071773529052734375f,  // c[3] = 0x1.ad5e26p-4
+        -0.10819984972476959228515625f,  // c[4] = -0x1.bb2fc4p-4
+        0.1717486083507537841796875f,  // c[5] = 0x1.5fbdbcp-3
+        -0.2619817554950714111328125f,  // c[6] = -0x1.0c44f2p-2
+        0.0459599830210208892822265625f,  // c[7] = 0x1.788112p-5
+        0.2154485881328582763671875f,  // c[8] = 0x1.b93d1cp-3
+        -0.095742665231227874755859375f,  // c[9] = -0x1.882976p-4
+        -0.02690558694303035736083984375f,  // c[10] = -0x1.b8d236p-6
+        0.0f,  // c[11]: leading zero (the pair's degree 11)
+        0.0f,
+        0.0f,
+    },
+    {  // 24: exp2 accurate forward: Exp2Nearest, degree 5
         1.0f,  // c[0] = 0x1p+0
         0.69314706325531005859375f,  // c[1] = 0x1.62e42cp-1
         0.24022231996059417724609375f,  // c[2] = 0x1.ebf9aep-3
@@ -458,7 +580,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 19: exp2 accurate backward_direct: Exp2Nearest, degree 5
+    {  // 25: exp2 accurate backward_direct: Exp2Nearest, degree 5
         0.693147182464599609375f,  // c[0] = 0x1.62e43p-1
         0.4804529249668121337890625f,  // c[1] = 0x1.ebfbdap-2
         0.1665094196796417236328125f,  // c[2] = 0x1.5502e4p-3
@@ -474,7 +596,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 20: exp2 accurate backward_matched: Exp2Nearest, degree 4
+    {  // 26: exp2 accurate backward_matched: Exp2Nearest, degree 4
         0.69314706325531005859375f,  // c[0] = 0x1.62e42cp-1
         0.4804446399211883544921875f,  // c[1] = 0x1.ebf9aep-2
         0.16651999950408935546875f,  // c[2] = 0x1.55087p-3
@@ -490,7 +612,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 21: exp2 paper forward: Exp2Floor, degree 2
+    {  // 27: exp2 paper forward: Exp2Floor, degree 2
         1.0f,  // c[0] = 0x1p+0
         0.660233974456787109375f,  // c[1] = 0x1.520a3p-1
         0.339766025543212890625f,  // c[2] = 0x1.5bebap-2
@@ -506,7 +628,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 22: exp2 paper backward_direct: Exp2Floor, degree 2
+    {  // 28: exp2 paper backward_direct: Exp2Floor, degree 2
         0.693147182464599609375f,  // c[0] = 0x1.62e43p-1
         0.4576393067836761474609375f,  // c[1] = 0x1.d49f66p-2
         0.23550786077976226806640625f,  // c[2] = 0x1.e251f2p-3
@@ -522,7 +644,7 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
-    {  // 23: exp2 paper backward_matched: Exp2Floor, degree 1
+    {  // 29: exp2 paper backward_matched: Exp2Floor, degree 1
         0.660233974456787109375f,  // c[0] = 0x1.520a3p-1
         0.67953205108642578125f,  // c[1] = 0x1.5bebap-1
         0.0f,  // c[2]: leading zero (the pair's degree 2)
@@ -545,17 +667,19 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
 // coefficients, derivative in x^2), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.
 #define TG_FAMILY_OPS(X) \
   X(sigmoid, accurate, PLAIN, 0, TG_HALF_PLUS_ODD, 12, false, TG_EVEN, 12, false) \
-  X(sigmoid, paper, PLAIN, 9, TG_HALF_PLUS_ODD, 3, false, TG_EVEN, 5, false) \
+  X(sigmoid, paper, PLAIN, 12, TG_HALF_PLUS_ODD, 3, false, TG_EVEN, 5, false) \
   X(tanh, accurate, PLAIN, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
-  X(tanh, paper, PLAIN, 12, TG_ODD, 4, false, TG_EVEN, 4, false) \
+  X(tanh, paper, PLAIN, 15, TG_ODD, 4, false, TG_EVEN, 4, false) \
   X(silu, accurate, PLAIN, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
-  X(silu, paper, PLAIN, 15, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
+  X(silu, paper, PLAIN, 18, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
   X(softcap, accurate, SCALED, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
-  X(softcap, paper, SCALED, 12, TG_ODD, 4, false, TG_EVEN, 4, false) \
+  X(softcap, paper, SCALED, 15, TG_ODD, 4, false, TG_EVEN, 4, false) \
   X(swiglu, accurate, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
-  X(swiglu, paper, GATED, 15, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
-  X(exp2, accurate, PLAIN, 18, TG_EXP2_NEAREST, 6, false, TG_EXP2_NEAREST, 6, false) \
-  X(exp2, paper, PLAIN, 21, TG_EXP2_FLOOR, 3, false, TG_EXP2_FLOOR, 3, false)
+  X(swiglu, paper, GATED, 18, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
+  X(exp2, accurate, PLAIN, 24, TG_EXP2_NEAREST, 6, false, TG_EXP2_NEAREST, 6, false) \
+  X(exp2, paper, PLAIN, 27, TG_EXP2_FLOOR, 3, false, TG_EXP2_FLOOR, 3, false) \
+  X(softplus, accurate, PLAIN, 9, TG_X_HALF_PLUS_NON_NEG, 12, false, TG_HALF_PLUS_SIGNED, 12, false) \
+  X(softplus, paper, PLAIN, 21, TG_X_HALF_PLUS_NON_NEG, 12, false, TG_HALF_PLUS_SIGNED, 12, false)
 
 // family_eval.h's Form of a program.
 enum tg_form {
@@ -565,7 +689,9 @@ enum tg_form {
   TG_X_HALF_PLUS = 3,
   TG_EVEN = 4,
   TG_EXP2_NEAREST = 5,
-  TG_EXP2_FLOOR = 6
+  TG_EXP2_FLOOR = 6,
+  TG_HALF_PLUS_SIGNED = 7,
+  TG_X_HALF_PLUS_NON_NEG = 8
 };
 
 // exp2 (family_eval.h's exp2_eval, float32): x clamped to [-151, 129] by compares (NaN
@@ -616,15 +742,23 @@ inline float tg_family_eval(float x, int p) {
     r = x * q;
   } else if (F == TG_X_HALF_PLUS_EVEN) {
     r = x * fma(x, q, 0.5f);
-  } else if (F == TG_X_HALF_PLUS) {
+  } else if (F == TG_X_HALF_PLUS || F == TG_X_HALF_PLUS_NON_NEG) {
     const float h = x * 0.5f;
     r = h + q;
+  } else if (F == TG_HALF_PLUS_SIGNED) {
+    r = 0.5f + copysign(q, x);
   } else {
     r = q;
+  }
+  if (F == TG_X_HALF_PLUS_NON_NEG || F == TG_HALF_PLUS_SIGNED) {
+    r = r < 0.0f ? 0.0f : r;  // floored at +0 (NaN stays)
   }
   const bool outside = u > TG_FAMILY_CLAMP[p];
   if (F == TG_X_HALF_PLUS_EVEN || F == TG_X_HALF_PLUS) {
     return outside ? (x > 0.0f ? x : -0.0f) : r;
+  }
+  if (F == TG_X_HALF_PLUS_NON_NEG) {  // +0.0 below
+    return outside ? (x > 0.0f ? x : TG_FAMILY_BELOW[p]) : r;
   }
   return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
 }

@@ -19,6 +19,7 @@ regenerates every file and compares (``python -m turbogelu codegen --check``).
 from __future__ import annotations
 
 import math
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -287,6 +288,19 @@ def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     }
 
 
+def write_outputs(files: dict[Path, str]) -> None:
+    """Write ``outputs``' files, each line of progress on stderr. An up-to-date file is not
+    rewritten: a new mtime on the header would make `make` rebuild the extension for
+    nothing."""
+    for path, text in files.items():
+        if path.is_file() and path.read_text() == text:
+            print(f"{path} is up to date", file=sys.stderr)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
+
+
 # ---------------------------------------------------------------- the activation family
 
 # family_eval.h's Form of a program, from its target's reduction and factor (the forms the
@@ -297,11 +311,12 @@ _FORMS = {
     ("x/2 + even", 2): "XHalfPlusEven",
     ("x/2 + even", 0): "XHalfPlus",
     ("even", 0): "Even",
+    ("1/2 + odd", 0): "HalfPlusSigned",
 }
 # (below, above): the asymptote beyond -clamp and +clamp (targets.ASYMPTOTES); "relu" is x
 # itself above and -0.0 below, which the x/2 + even forms select by themselves.
 _ASYMPTOTES = {"step": ("0.0f", "1.0f"), "sign": ("-1.0f", "1.0f"), "zero": ("0.0f", "0.0f"),
-               "relu": ("-0.0f", "0.0f")}  # fmt: skip
+               "relu": ("-0.0f", "0.0f"), "relu+": ("0.0f", "0.0f")}  # fmt: skip
 
 
 def family_form(ps) -> tuple[str, bool]:
@@ -310,6 +325,10 @@ def family_form(ps) -> tuple[str, bool]:
     sign-keeping order x (1/2 + x P) (in x^2 that order decides the window on x^2, which the
     family's kernels do not), the others in the generic order (for them the same sequence)."""
     form = _FORMS.get((ps.tgt.reduction, ps.factor))
+    if form == "XHalfPlus" and ps.tgt.nonnegative:
+        form = "XHalfPlusNonNeg"  # floored at +0
+    # HalfPlusSigned floors at +0 (softplus' only): refused for a target that may be negative.
+    floored = form in ("XHalfPlusNonNeg", "HalfPlusSigned")
     order = "turbogelu" if form == "XHalfPlusEven" else "generic"
     ok = (
         form is not None
@@ -318,6 +337,7 @@ def family_form(ps) -> tuple[str, bool]:
         and math.isfinite(ps.clamp)
         and ps.program == order
         and not (form == "XHalfPlusEven" and ps.variable != "u")
+        and floored == ps.tgt.nonnegative
     )
     if not ok:
         raise ValueError(f"no family kernel evaluates {ps.describe()}")
@@ -325,14 +345,19 @@ def family_form(ps) -> tuple[str, bool]:
 
 
 def load_family(spec_dir: Path | None = None) -> dict[tuple[str, str], dict]:
-    """The family's specs by (function, tier): ``spec_dir/<function>/`` when it exists."""
+    """The family's specs by (function, tier): ``spec_dir/<function>/`` when it exists. A tier
+    a function has no program in (``_table.program_tiers``: softplus has no paper program)
+    gets the accurate tier's document, whose own "tier" says so: the kernels are compiled for
+    every (op, tier) alike, and the ops refuse that tier before any kernel runs."""
     from . import family_programs
 
     out = {}
     for fn in family_programs.FUNCTIONS:
         root = spec_dir if spec_dir is not None and (Path(spec_dir) / fn).is_dir() else None
+        shipped = _table.program_tiers(fn)
         for tier in family_programs.TIERS:
-            out[(fn, tier)] = specmod.load(specmod.spec_path(fn, tier, root=root), tier)
+            own = tier if tier in shipped else shipped[0]
+            out[(fn, tier)] = specmod.load(specmod.spec_path(fn, own, root=root), own)
     return out
 
 
@@ -404,6 +429,7 @@ def _exp2_lines(tier: str, doc: dict) -> tuple[list[str], str]:
         ]
     default = "true" if doc["default_backward"] == "direct" else "false"
     lines += [f"inline constexpr bool exp2_{tier}_default_backward_is_direct = {default};"]
+    lines += [f"inline constexpr bool exp2_{tier}_shipped = true;"]
     return lines, f"  X(exp2, {tier}, {form}, {fdeg}, false, {form}, {bdeg}, false)"
 
 
@@ -438,12 +464,29 @@ def render_family(
     for (fn, tier), doc in docs.items():
         parts = {name: PolySpec.from_dict(doc[name]) for name in specmod.PARTS}
         ff, fdeg, fy, bf, bdeg, by = family_shape(fn, tier, doc)
-        lines += ["", f"// {fn}, {tier} tier: {doc['generated_by']}"]
-        for name in specmod.PARTS:
-            deg = fdeg if name == "forward" else bdeg
-            lines += _family_program(f"{fn}_{tier}_{name}", parts[name], doc[name]["errors"], deg)
-        default = "true" if doc["default_backward"] == "direct" else "false"
+        shipped, own = doc["tier"] == tier, doc["tier"]
+        if shipped:
+            lines += ["", f"// {fn}, {tier} tier: {doc['generated_by']}"]
+            for name in specmod.PARTS:
+                deg = fdeg if name == "forward" else bdeg
+                program = _family_program(
+                    f"{fn}_{tier}_{name}", parts[name], doc[name]["errors"], deg
+                )
+                lines += program
+            default = "true" if doc["default_backward"] == "direct" else "false"
+        else:  # the shipped tier's programs under this tier's names (load_family)
+            lines += [
+                "",
+                f"// {fn}, {tier} tier: none shipped (the ops refuse it); the {own} tier's "
+                "programs, so that every (op, tier) compiles alike",
+            ]
+            lines += [
+                f"inline constexpr FamilyProgram {fn}_{tier}_{name} = {fn}_{own}_{name};"
+                for name in specmod.PARTS
+            ]
+            default = f"{fn}_{own}_default_backward_is_direct"
         lines += [f"inline constexpr bool {fn}_{tier}_default_backward_is_direct = {default};"]
+        lines += [f"inline constexpr bool {fn}_{tier}_shipped = {str(shipped).lower()};"]
         shapes.append(
             f"  X({fn}, {tier}, {ff}, {fdeg}, {str(fy).lower()}, {bf}, {bdeg}, {str(by).lower()})"
         )
@@ -528,7 +571,8 @@ FAMILY_TIERS = _spec_names.FAMILY_TIERS
 _METAL_FORMS = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
                 "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
                 "Even": "TG_EVEN", "Exp2Nearest": "TG_EXP2_NEAREST",
-                "Exp2Floor": "TG_EXP2_FLOOR"}  # fmt: skip
+                "Exp2Floor": "TG_EXP2_FLOOR", "HalfPlusSigned": "TG_HALF_PLUS_SIGNED",
+                "XHalfPlusNonNeg": "TG_X_HALF_PLUS_NON_NEG"}  # fmt: skip
 
 
 def family_shapes(
@@ -637,8 +681,8 @@ def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | N
         "constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {",
         *scales,
         "};",
-        "// The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: unused,",
-        "// -0.0 and x itself).",
+        "// The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: x itself",
+        "// above; below -0.0 for XHalfPlusEven and XHalfPlus, this for XHalfPlusNonNeg).",
         "constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {",
         *below,
         "};",

@@ -6,9 +6,10 @@ The tier's bounds (``ABS_BOUND``, ``ONE_ULP_FROM``), each for the program's floa
 * float32: max |error| <= 3e-5 over the whole real line, inside the clamp and in the asymptote
   beyond it, beyond half a float32 ulp of the result (its own rounding);
 * bfloat16 and float16 (the float32 result rounded to the format): within 1 ulp of the
-  correctly rounded value for every input of tanh, and for x >= -3 for sigmoid and SiLU; in
-  their negative tails (x < -3) judged as GELU's is: |error| <= 3e-5 beyond half an ulp of the
-  result. An input that misses its bound is counted, never dropped (``sixteen_bit_errors``).
+  correctly rounded value for every input of tanh, and for x >= -3 for sigmoid, SiLU and
+  softplus; in their negative tails (x < -3) judged as GELU's is: |error| <= 3e-5 beyond half
+  an ulp of the result. An input that misses its bound is counted, never dropped
+  (``sixteen_bit_errors``).
 
 The programs are the GELU kernels' kind (``polyspec.PolySpec``, replayed by ``replay.run``,
 order "generic"): a polynomial P in a normalised variable z in [-1, 1], the target's reduction
@@ -16,7 +17,13 @@ order "generic"): a polynomial P in a normalised variable z in [-1, 1], the targ
 
 * sigmoid: 1/2 + x P(z) = fma(x, P(z), 1/2); 0 / 1 beyond L;
 * tanh: x P(z); -1 / 1 beyond L;
-* SiLU: x/2 + u^2 P(z) = fma(u, u P(z), x/2); -0.0 / x beyond L.
+* SiLU: x/2 + u^2 P(z) = fma(u, u P(z), x/2); -0.0 / x beyond L;
+* softplus: x/2 + P(z) (its residual log(2 cosh(u/2)) is log 2 at u = 0: no factor of u);
+  +0.0 / x beyond L. It grows like x, and the float32 bound suits that as it is: the error
+  beyond half an ulp of the result is what the polynomial adds, and it is absolute because
+  the residual it approximates is, while the result's own rounding (excluded) grows with x;
+  a relative bound would demand ever more of P as x grows, for no reader of the result. Its
+  clamp L = 11 is where the asymptote's error e^-L falls below the bound (1.7e-5).
 
 The ``paper`` tier (``build_paper_spec``, ``data/specs/<function>/paper.json``, ``--tier
 paper``) holds the source paper's own Table 2 programs instead (``table2.Row.same``: degree
@@ -25,7 +32,8 @@ run them with ``tier="paper"`` so that the paper's trade of accuracy for operati
 timed beside ours.
 
 Backward, as GELU's: a ``direct`` fit of the derivative with the forward's degree, clamp and
-variable (sigmoid', tanh': P(z), 0 beyond L; SiLU': 1/2 + x P(z), 0 / 1 beyond L) and the
+variable (sigmoid', tanh': P(z), 0 beyond L; SiLU': 1/2 + x P(z), 0 / 1 beyond L;
+softplus' = sigmoid: 1/2 + sign(x) P(z), the form of its matched derivative) and the
 ``matched`` one, the exact derivative of the forward program (``matched``).
 
 Why z is made from u = |x| and not from x^2 as GELU's is: GELU's residual is entire, and a
@@ -52,7 +60,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _spec_names
+from .. import _spec_names, _table
 from . import fit, report, rounding, spec, targets
 from .polyspec import PolySpec, replay
 
@@ -61,7 +69,7 @@ F64 = np.float64
 FUNCTIONS = _spec_names.FAMILY_FUNCTIONS  # the table's (turbogelu/_table.py)
 ABS_BOUND = 3e-5
 # The 1-ulp bound holds for x >= this (below, the absolute bound; -inf: every input).
-ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0}
+ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0, "softplus": -3.0}
 FORMATS = ("bfloat16", "float16")
 # The float32 measurement inside the clamp: u = k GRID_STEP on [0, L], both signs, plus the
 # CLAMP_NEIGHBOURS float32 values below +-fl(L) (beyond it: the asymptote's tail_error).
@@ -88,11 +96,27 @@ def _irls(tpl: PolySpec, iters: int, points: int, weights) -> tuple[PolySpec, li
     return tpl.with_coefficients(c, round_to_fmt=True), [float(v) for v in c]
 
 
-def _template(target: str, settings: spec.FamilySettings, order: str) -> PolySpec:
+def _template(
+    target: str, settings: spec.FamilySettings, order: str, factor: int | None = None
+) -> PolySpec:
     L = float(F32(settings.clamp))
     return PolySpec.template(
-        target, settings.degree, L, clamp=L, variable=settings.variable, program=order
+        target,
+        settings.degree,
+        L,
+        clamp=L,
+        variable=settings.variable,
+        program=order,
+        **({} if factor is None else {"factor": factor}),
     )
+
+
+def derivative_factor(factor: int, variable: str) -> int:
+    """The factor of the exact derivative of a program r = u^factor P(z) (``matched``):
+    factor - 1, or for factor 0 one (in x^2: 2 s u P') or zero (in u: s P')."""
+    if factor == 0:
+        return 1 if variable == "y" else 0
+    return factor - 1
 
 
 def fit_forward(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, list[float]]:
@@ -103,8 +127,11 @@ def fit_forward(function: str, settings: spec.FamilySettings) -> tuple[PolySpec,
 
 def fit_direct(function: str, settings: spec.FamilySettings) -> tuple[PolySpec, list[float]]:
     """The direct backward: a minimax IRLS fit of f' (sigmoid', tanh': P(z); SiLU':
-    1/2 + x P(z)) with the forward's settings."""
-    tpl = _template(function + "_grad", settings, "generic")
+    1/2 + x P(z); softplus': 1/2 + sign(x) P(z)) with the forward's settings, in the form of
+    the matched derivative (the kernels run both derivatives in one form)."""
+    fwd = targets.get(function)
+    factor = derivative_factor(fwd.natural_factor, settings.variable)
+    tpl = _template(function + "_grad", settings, "generic", factor)
     return _irls(tpl, settings.iters, settings.points, None)
 
 
@@ -120,12 +147,14 @@ def matched(forward: PolySpec) -> PolySpec:
     f, m = forward.factor, (1 if forward.variable == "u" else 2)
     c = list(forward.coefficients) + [0.0]
     degree, factor = forward.degree, f - 1
-    if f == 0 and forward.variable == "y":
-        # r = P(z), z = u^2 s - 1: r' = 2 s u P'(z), i.e. factor 1 and q_k = 2 s (k + 1) c_{k+1}
-        # (degree one less; exact in float64 for float32 or narrower s and c).
+    if f == 0:
+        # r = P(z), z = v s - 1: in x^2 (v = u^2) r' = 2 s u P'(z), factor 1; in u (softplus)
+        # r' = s P'(z), factor 0 (1/2 + sign(x) r': family_eval.h's HalfPlusSigned). So
+        # q_k = m s (k + 1) c_{k+1}, degree one less; exact in float64 for float32 or narrower
+        # s and c (48 bits of product times an integer below 2^5).
         s = forward.scale
-        q = [2.0 * s * (k + 1) * c[k + 1] for k in range(forward.degree)]
-        degree, factor = forward.degree - 1, 1
+        q = [m * s * (k + 1) * c[k + 1] for k in range(forward.degree)]
+        degree, factor = forward.degree - 1, derivative_factor(0, forward.variable)
     else:
         q = [(f + m * k) * c[k] + m * (k + 1) * c[k + 1] for k in range(len(c) - 1)]
 
@@ -348,7 +377,7 @@ def programs(doc: dict) -> dict[str, PolySpec]:
 
 # The ops of the family and the function whose programs each runs (kernels/include/turbogelu/
 # family.h's TG_FAMILY_OPS): softcap is tanh's programs scaled, swiglu SiLU's gated.
-OPS = {"sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "softcap": "tanh", "swiglu": "silu"}
+OPS = {o.name: o.program for o in _table.OPS if o.program not in _table.OWN_PROGRAMS}
 
 
 def _derivative(doc: dict, backward: str) -> PolySpec:

@@ -201,6 +201,7 @@ class PolySpec:
             order=self.program,
             clamp=self.clamp,
             asymptote=None if tgt.asymptote_kind is None else tgt.asymptote,
+            floor=0.0 if tgt.nonnegative else None,
         )
 
     def describe(self) -> str:

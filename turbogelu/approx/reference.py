@@ -1,5 +1,5 @@
-"""Ground truth for GELU, SiLU, sigmoid, tanh and their derivatives, in float64 (vectorized)
-and in mpmath.
+"""Ground truth for GELU, SiLU, sigmoid, tanh, softplus and their derivatives, in float64
+(vectorized) and in mpmath.
 
 Two forms of GELU are supported, named as in ``torch.nn.functional.gelu``:
 
@@ -263,6 +263,22 @@ def silu_grad_mp(x, dps: int = 40):
         x = mpmath.mpf(x)
         s = 1 / (1 + mpmath.exp(-x))
         return s * (1 + x / (1 + mpmath.exp(x)))
+
+
+def softplus(x) -> np.ndarray:
+    """softplus log(1 + e^x) in float64 (F.softplus with beta 1 and no threshold): log1p of the
+    smaller exponential plus max(x, 0), so that neither side overflows or cancels; +0.0 at
+    -inf and at -0.0 (log(1 + 1) > 0 there anyway), inf at +inf."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+    return np.where(np.isinf(x), np.where(x > 0, x, 0.0), out)
+
+
+def softplus_mp(x, dps: int = 40):
+    """softplus of one finite value in mpmath."""
+    with mpmath.workdps(dps):
+        return mpmath.log1p(mpmath.exp(mpmath.mpf(x)))
 
 
 def mp_array(fn_mp: Callable, xs, dps: int = 40) -> np.ndarray:

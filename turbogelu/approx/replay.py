@@ -223,6 +223,9 @@ class Program:
     order: str = "generic"
     clamp: float = math.inf
     asymptote: Callable | None = None
+    # The in-window result floored here (``targets.Target.nonnegative``: +0.0), by a compare
+    # that lets NaN through; None: no floor.
+    floor: float | None = None
 
 
 def program(prog: Program, ar, x, scheme: str = "horner"):
@@ -272,6 +275,8 @@ def run(
     with np.errstate(all="ignore"):
         x = ar.round(np.asarray(x, F64))
         out, key = program(prog, ar, x, scheme)
+        if prog.floor is not None:
+            out = np.where(out < prog.floor, prog.floor, out)
         if math.isfinite(prog.clamp):
             limit = float(ar.round(prog.clamp))
             if prog.order == "turbogelu" and prog.variable == "y":

@@ -330,6 +330,9 @@ FUNCTIONS: dict[str, tuple[Callable, Callable]] = {
     "sigmoid_grad": (reference.sigmoid_grad, reference.sigmoid_grad_mp),
     "tanh": (reference.tanh, reference.tanh_mp),
     "tanh_grad": (reference.tanh_grad, reference.tanh_grad_mp),
+    # softplus' = sigmoid.
+    "softplus": (reference.softplus, reference.softplus_mp),
+    "softplus_grad": (reference.sigmoid, reference.sigmoid_mp),
 }
 
 

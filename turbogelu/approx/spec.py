@@ -130,6 +130,7 @@ FAMILY_DEFAULTS = {
     "sigmoid": FamilySettings(11, 10.45, "u", "generic", iters=35, points=20000),
     "tanh": FamilySettings(12, 5.6, "u", "generic", iters=35, points=20000),
     "silu": FamilySettings(13, 13.0, "u", "turbogelu", iters=35, points=20000),
+    "softplus": FamilySettings(11, 11.0, "u", "generic", iters=35, points=20000),
 }
 
 

@@ -5,9 +5,9 @@ Every activation here is a simple part plus a residual ``r(u)`` of ``u = |x| >= 
 ==============  =========================================  ======================================
 reduction       f(x) =                                     targets
 ==============  =========================================  ======================================
-"x/2 + even"    x/2 + r(|x|)                               gelu, gelu_tanh, silu
+"x/2 + even"    x/2 + r(|x|)                               gelu, gelu_tanh, silu, softplus
 "1/2 + odd"     1/2 + sign(x) r(|x|)                       sigmoid, gelu_grad, gelu_tanh_grad,
-                                                           silu_grad
+                                                           silu_grad, softplus_grad
 "odd"           sign(x) r(|x|)                             tanh
 "even"          r(|x|)                                     sigmoid_grad, tanh_grad
 "none"          r(x) on the domain                         exp2_frac (2^f, f in [0, 1])
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import mpmath
 import numpy as np
@@ -64,6 +64,7 @@ def _sig2(u):
 
 ASYMPTOTES: dict[str, Callable] = {
     "relu": lambda x: np.where(x > 0, x, -0.0),  # -0.0 on the left, as gelu(-inf)
+    "relu+": lambda x: np.where(x > 0, x, 0.0),  # +0.0 on the left, as softplus(-inf)
     "step": lambda x: np.where(x > 0, 1.0, 0.0),
     "sign": lambda x: np.where(x > 0, 1.0, -1.0),
     "zero": lambda x: np.zeros_like(x),
@@ -89,6 +90,11 @@ class Target:
     asymptote_kind: str | None
     natural_factor: int
     domain: tuple[float, float] = (-math.inf, math.inf)
+    # Whether its programs floor their result at +0.0: a positive function whose small values
+    # (softplus's left tail, its derivative's) lie below the absolute error bound, where an
+    # unfloored program could return a negative value (a negative step size, a negative
+    # gradient: wrong in sign, not only in size).
+    nonnegative: bool = False
 
     def __post_init__(self):
         if self.reduction not in REDUCTIONS:
@@ -267,6 +273,22 @@ def _targets() -> dict[str, Target]:
             asymptote_kind="zero",
             natural_factor=0,
         ),
+        # softplus = x/2 + log(2 cosh(u/2)): the residual is even but not 0 at 0 (log 2), so
+        # the program is x/2 + P(z) (factor 0, family_eval.h's XHalfPlusNonNeg), and its exact
+        # derivative 1/2 + sign(x) s P'(z) (factor 0, HalfPlusSigned: family_programs fits
+        # the direct derivative in that form too, not in its natural u P). Its poles, at
+        # u = +-i pi, are sigmoid's: the fit is in u = |x| as sigmoid's is.
+        Target(
+            "softplus",
+            "log(1 + e^x) = x/2 + log(2 cosh(u/2))",
+            *_fn("softplus"),
+            "x/2 + even",
+            residual=lambda u: 0.5 * u + np.log1p(np.exp(-u)),
+            tail=lambda u: np.log1p(np.exp(-u)),
+            asymptote_kind="relu+",
+            natural_factor=0,
+            nonnegative=True,
+        ),
         Target(
             "exp2_frac",
             "2^f on f in [0, 1] (the fraction part of exp2; Table 8)",
@@ -280,7 +302,17 @@ def _targets() -> dict[str, Target]:
             domain=(0.0, 1.0),
         ),
     ]
-    return {t.name: t for t in rows}
+    by_name = {t.name: t for t in rows}
+    # softplus' = sigmoid: its target, floored (nonnegative), under softplus's names.
+    by_name["softplus_grad"] = replace(
+        by_name["sigmoid"],
+        name="softplus_grad",
+        formula="softplus'(x) = s(x) = 1/2 + sign(x) tanh(u/2)/2",
+        f=_fn("softplus_grad")[0],
+        f_mp=_fn("softplus_grad")[1],
+        nonnegative=True,
+    )
+    return by_name
 
 
 TARGETS: dict[str, Target] = _targets()

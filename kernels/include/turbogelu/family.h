@@ -27,6 +27,15 @@ enum FamilyOp : int {
       kNumFamilyOps
 };
 
+// Each op's kind, at compile time (registrations that differ by kind: kernels/cpu/family_ops.cpp).
+constexpr Kind kind_of(FamilyOp op) {
+#define TG_KIND_OF(o, fn, k) \
+  if (op == kFamily_##o) return Kind::k;
+  TG_FAMILY_OPS(TG_KIND_OF)
+#undef TG_KIND_OF
+  return Kind::Plain;
+}
+
 // The tiers (data/specs/<function>/<tier>.json): "accurate", the default, and "paper", the
 // source paper's Table 2 programs.
 enum Tier : int { kTier_accurate = 0, kTier_paper = 1, kNumTiers = 2 };
@@ -71,6 +80,7 @@ struct FamilyOpInfo {
   const FamilyProgram* matched;
   bool default_direct;
   FamilyCells cells;  // the accurate tier's cells programs, if the function has them
+  bool shipped;       // whether the function has programs in this tier (else the ops refuse it)
 };
 
 // Kernel tables hold kNumFamilyOps x kNumTiers entries, in this order, then the CPU's
@@ -88,7 +98,8 @@ inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
    &coeffs::fn##_##tier##_backward_direct,           \
    &coeffs::fn##_##tier##_backward_matched,          \
    coeffs::fn##_##tier##_default_backward_is_direct, \
-   cells_of},
+   cells_of,                                         \
+   coeffs::fn##_##tier##_shipped},
 #define TG_INFO(op, fn, kind)                                     \
   TG_INFO_TIER(op, fn, kind, accurate, coeffs::fn##_family_cells) \
   TG_INFO_TIER(op, fn, kind, paper, FamilyCells{})

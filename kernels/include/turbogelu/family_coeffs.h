@@ -28,6 +28,7 @@ inline constexpr FamilyProgram sigmoid_accurate_backward_matched = {
     11, 0x1.4e6666p+3f, 0x1.87f634p-3f, 0.0f, 0.0f,
     {0x1.5af44p-8f, -0x1.c18bbp-6f, 0x1.2a7ee4p-4f, -0x1.ea088ap-4f, 0x1.a91cdap-4f, -0x1.7ccb16p-4f, 0x1.e23e5ap-3f, -0x1.8daea8p-4f, -0x1.e36546p-2f, 0x1.9fb6fep-2f, 0x1.6f7f7ap-3f, -0x1.8d401cp-3f}};
 inline constexpr bool sigmoid_accurate_default_backward_is_direct = true;
+inline constexpr bool sigmoid_accurate_shipped = true;
 
 // sigmoid, paper tier: python -m turbogelu.approx.family_programs --tier paper sigmoid
 // sigmoid (1/2 + odd): r(u) ~ u^1 P(z), z = 2 u / 5.32 - 1, degree 2, fit on [0, 5.32], clamp 5.26, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 5.222e-03
@@ -43,6 +44,7 @@ inline constexpr FamilyProgram sigmoid_paper_backward_matched = {
     4, 0x1.50a3d8p+2f, 0x1.8p-2f, 0.0f, 0.0f,
     {0x1.1ap-4f, -0x1.24p-3f, 0x1.1ap-4f, 0x0p+0f, 0x0p+0f}};
 inline constexpr bool sigmoid_paper_default_backward_is_direct = true;
+inline constexpr bool sigmoid_paper_shipped = true;
 
 // tanh, accurate tier: python -m turbogelu.approx.family_programs tanh
 // tanh (odd): r(u) ~ u^1 P(z), z = 2 u / 5.6 - 1, degree 12, fit on [0, 5.6], clamp 5.6, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.735e-05
@@ -58,6 +60,7 @@ inline constexpr FamilyProgram tanh_accurate_backward_matched = {
     12, 0x1.666666p+2f, 0x1.6db6dcp-2f, 0.0f, 0.0f,
     {0x1.df18cp-7f, -0x1.4ace2p-4f, 0x1.d8be82p-3f, -0x1.be1f44p-2f, 0x1.d491f8p-2f, -0x1.0bf5d6p-2f, 0x1.6c2ef6p-1f, -0x1.22ab2ap+0f, -0x1.92c734p-1f, 0x1.3bf558p+1f, -0x1.451176p-1f, -0x1.0e2bf8p+0f, 0x1.038ac6p-1f}};
 inline constexpr bool tanh_accurate_default_backward_is_direct = true;
+inline constexpr bool tanh_accurate_shipped = true;
 
 // tanh, paper tier: python -m turbogelu.approx.family_programs --tier paper tanh
 // tanh (odd): r(u) ~ u^1 P(z), z = 2 u / 2.84 - 1, degree 3, fit on [0, 2.84], clamp 2.78, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 7.673e-03
@@ -73,6 +76,7 @@ inline constexpr FamilyProgram tanh_paper_backward_matched = {
     3, 0x1.63d70ap+1f, 0x1.68p-1f, 0.0f, 0.0f,
     {0x1.dp-3f, -0x1.3bp-1f, 0x1.824p-2f, 0x1.fcp-4f}};
 inline constexpr bool tanh_paper_default_backward_is_direct = false;
+inline constexpr bool tanh_paper_shipped = true;
 
 // silu, accurate tier: python -m turbogelu.approx.family_programs silu
 // silu (x/2 + even): r(u) ~ u^2 P(z), z = 2 u / 13 - 1, degree 13, fit on [0, 13], clamp 13, float32 coefficients, unknown method, program turbogelu; float32 replay: max |err| 2.938e-05
@@ -88,6 +92,7 @@ inline constexpr FamilyProgram silu_accurate_backward_matched = {
     13, 0x1.ap+3f, 0x1.3b13b2p-3f, 0.0f, 1.0f,
     {0x1.4049dap-4f, -0x1.5b6112p-4f, 0x1.9de654p-4f, -0x1.0b7d2ep-3f, 0x1.52a588p-3f, -0x1.eb9262p-4f, -0x1.576978p-8f, -0x1.74f3a6p-3f, 0x1.032daep-1f, 0x1.0f36e8p-3f, -0x1.02d2e4p+0f, 0x1.b75eb8p-2f, 0x1.bca2b4p-2f, -0x1.18e4b6p-2f}};
 inline constexpr bool silu_accurate_default_backward_is_direct = true;
+inline constexpr bool silu_accurate_shipped = true;
 
 // silu, paper tier: python -m turbogelu.approx.family_programs --tier paper silu
 // silu (x/2 + even): r(u) ~ u^0 P(z), z = 2 y / 5.35^2 - 1, degree 3, fit on [0, 5.35], clamp 5.3, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 2.632e-02
@@ -103,6 +108,30 @@ inline constexpr FamilyProgram silu_paper_backward_matched = {
     2, 0x1.533334p+2f, 0x1.1ep-4f, 0.0f, 1.0f,
     {0x1.1ep-3f, -0x1.0d3ep-3f, 0x1.1ce2p-3f}};
 inline constexpr bool silu_paper_default_backward_is_direct = false;
+inline constexpr bool silu_paper_shipped = true;
+
+// softplus, accurate tier: python -m turbogelu.approx.family_programs softplus
+// softplus (x/2 + even): r(u) ~ u^0 P(z), z = 2 u / 11 - 1, degree 11, fit on [0, 11], clamp 11, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.585e-05
+inline constexpr FamilyProgram softplus_accurate_forward = {
+    11, 0x1.6p+3f, 0x1.745d18p-3f, 0.0f, 0.0f,
+    {0x1.60855p+1f, 0x1.5d2b78p+1f, 0x1.fbb63p-5f, -0x1.e2844ap-4f, 0x1.2730bap-3f, -0x1.e78156p-4f, 0x1.426decp-3f, -0x1.a590eap-3f, 0x1.02d8bcp-5f, 0x1.0da558p-3f, -0x1.af60cep-5f, -0x1.b8d236p-7f}};
+// softplus_grad (1/2 + odd): r(u) ~ u^0 P(z), z = 2 u / 11 - 1, degree 11, fit on [0, 11], clamp 11, float32 coefficients, unknown method, program generic; float32 replay: max |err| 5.864e-05
+inline constexpr FamilyProgram softplus_accurate_backward_direct = {
+    11, 0x1.6p+3f, 0x1.745d18p-3f, 0.0f, 1.0f,
+    {0x1.fbe0e2p-2f, 0x1.661bf4p-6f, -0x1.0657d2p-4f, 0x1.ed3196p-4f, -0x1.c02264p-4f, 0x1.297154p-4f, -0x1.0a023p-2f, 0x1.337586p-2f, 0x1.b69af8p-3f, -0x1.830d7cp-2f, -0x1.b80708p-6f, 0x1.ce2d32p-4f}};
+// softplus_grad (1/2 + odd): r(u) ~ u^0 P(z), z = 2 u / 11 - 1, degree 10, fit on [0, 11], clamp 11, float32 coefficients, derivative of forward, program generic (degree 10, padded to 11); float32 replay: max |err| 7.566e-04
+inline constexpr FamilyProgram softplus_accurate_backward_matched = {
+    11, 0x1.6p+3f, 0x1.745d18p-3f, 0.0f, 1.0f,
+    {0x1.fbe224p-2f, 0x1.713ebp-6f, -0x1.0730e4p-4f, 0x1.ad5e26p-4f, -0x1.bb2fc4p-4f, 0x1.5fbdbcp-3f, -0x1.0c44f2p-2f, 0x1.788112p-5f, 0x1.b93d1cp-3f, -0x1.882976p-4f, -0x1.b8d236p-6f, 0x0p+0f}};
+inline constexpr bool softplus_accurate_default_backward_is_direct = true;
+inline constexpr bool softplus_accurate_shipped = true;
+
+// softplus, paper tier: none shipped (the ops refuse it); the accurate tier's programs, so that every (op, tier) compiles alike
+inline constexpr FamilyProgram softplus_paper_forward = softplus_accurate_forward;
+inline constexpr FamilyProgram softplus_paper_backward_direct = softplus_accurate_backward_direct;
+inline constexpr FamilyProgram softplus_paper_backward_matched = softplus_accurate_backward_matched;
+inline constexpr bool softplus_paper_default_backward_is_direct = softplus_accurate_default_backward_is_direct;
+inline constexpr bool softplus_paper_shipped = false;
 
 // exp2, accurate tier: python -m turbogelu.approx.exp2_programs
 // relative minimax of 2^f on [-1/2, 1/2] with p(0) = 1 (family_tails.exp2_coefficients(5)), float32 coefficients; float32 replay: max 2 ulp
@@ -118,6 +147,7 @@ inline constexpr FamilyProgram exp2_accurate_backward_matched = {
     5, 0.0f, 0.0f, 0.0f, 0.0f,
     {0x1.62e42cp-1f, 0x1.ebf9aep-2f, 0x1.55087p-3f, 0x1.3cef9ap-5f, 0x1.b312p-8f, 0x0p+0f}};
 inline constexpr bool exp2_accurate_default_backward_is_direct = true;
+inline constexpr bool exp2_accurate_shipped = true;
 
 // exp2, paper tier: python -m turbogelu.approx.exp2_programs --tier paper
 // the paper's D2 (Table 8, sampled minimax of the relative error): 1 + f + a f (f - 1) on [0, 1], a on the 2^-24 grid, both endpoints exact in float32; float32 replay: max 38297 ulp
@@ -133,6 +163,7 @@ inline constexpr FamilyProgram exp2_paper_backward_matched = {
     2, 0.0f, 0.0f, 0.0f, 0.0f,
     {0x1.520a3p-1f, 0x1.5bebap-1f, 0x0p+0f}};
 inline constexpr bool exp2_paper_default_backward_is_direct = true;
+inline constexpr bool exp2_paper_shipped = true;
 
 // Cells: the CPU's table-driven programs for sigmoid and SiLU (family_eval.h's
 // cells_eval), a cubic in each of 32 cells of |x|; float32 max |err| over [-24, 24].
@@ -205,6 +236,7 @@ inline constexpr CellTable silu_cells_backward_matched = {
 inline constexpr FamilyCells sigmoid_family_cells = {&sigmoid_cells_forward, &sigmoid_cells_backward_direct, &sigmoid_cells_backward_matched};
 inline constexpr FamilyCells tanh_family_cells = {&tanh_cells_forward, &tanh_cells_backward_direct, &tanh_cells_backward_matched};
 inline constexpr FamilyCells silu_family_cells = {&silu_cells_forward, &silu_cells_backward_direct, &silu_cells_backward_matched};
+inline constexpr FamilyCells softplus_family_cells = {nullptr, nullptr, nullptr};
 inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
 
 }  // namespace coeffs
@@ -217,6 +249,8 @@ inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
   X(tanh, paper, Odd, 3, false, Even, 3, false) \
   X(silu, accurate, XHalfPlusEven, 13, false, HalfPlusOdd, 13, false) \
   X(silu, paper, XHalfPlus, 3, true, HalfPlusOdd, 2, true) \
+  X(softplus, accurate, XHalfPlusNonNeg, 11, false, HalfPlusSigned, 11, false) \
+  X(softplus, paper, XHalfPlusNonNeg, 11, false, HalfPlusSigned, 11, false) \
   X(exp2, accurate, Exp2Nearest, 5, false, Exp2Nearest, 5, false) \
   X(exp2, paper, Exp2Floor, 2, false, Exp2Floor, 2, false)
 
@@ -231,5 +265,6 @@ inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
   X(silu, silu, Plain) \
   X(softcap, tanh, Scaled) \
   X(swiglu, silu, Gated) \
-  X(exp2, exp2, Plain)
+  X(exp2, exp2, Plain) \
+  X(softplus, softplus, Plain)
 #define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(softcap) X(exp2)

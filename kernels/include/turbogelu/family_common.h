@@ -21,7 +21,11 @@ namespace ops {
 inline Tier family_tier(FamilyOp op, c10::string_view tier) {
   TORCH_CHECK_VALUE(tier == "accurate" || tier == "paper", "turbogelu.", family_op(op).name,
                     ": tier must be 'accurate' or 'paper', got '", tier, "'");
-  return tier == "accurate" ? kTier_accurate : kTier_paper;
+  const Tier t = tier == "accurate" ? kTier_accurate : kTier_paper;
+  TORCH_CHECK_VALUE(family_op(op, t).shipped, "turbogelu.", family_op(op).name, ": there is no '",
+                    tier, "' tier for ", family_op(op).name,
+                    " (the source paper has no program for it); use tier='accurate'");
+  return t;
 }
 
 // The call of op in `tier` with `backward`'s derivative; softcap's cap is checked and rounded

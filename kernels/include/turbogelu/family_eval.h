@@ -8,9 +8,16 @@
 //     HalfPlusOdd    fma(x, p, 1/2)          sigmoid = 1/2 + odd; SiLU' and GELU' likewise
 //     Odd            x * p                   tanh
 //     XHalfPlusEven  x * fma(x, p, 1/2)      SiLU = x/2 + x^2 p (x^2 = u^2: the residual is even)
-//     XHalfPlus      fl(x * 1/2) + p         SiLU = x/2 + P(x^2) (the paper tier's form)
+//     XHalfPlus      fl(x * 1/2) + p         SiLU = x/2 + P(x^2) (the paper tier's form),
+//                                            softplus = x/2 + P(u)
 //     Even           p                       sigmoid', tanh'
-//   and beyond the clamp the asymptote: x > 0 ? above : below (the x/2 forms: x, or -0.0).
+//     XHalfPlusNonNeg  the same, floored at +0  softplus = x/2 + P(u), a positive function
+//     HalfPlusSigned 1/2 + copysign(p, x),   softplus' (the derivative of P(u), odd in x),
+//                    floored at +0
+//   and beyond the clamp the asymptote: x > 0 ? above : below (the x/2 forms: x above;
+//   below -0.0 for XHalfPlusEven and XHalfPlus, +0.0 (`below`) for XHalfPlusNonNeg). The
+//   floors (r < 0 ? +0 : r, which keeps NaN) keep the sign of functions whose small values lie
+//   under the error bound (turbogelu/approx/targets.py's Target.nonnegative).
 //
 // Why |x| and not x^2 as GELU's kernels: these functions have poles at +-i pi or +-i pi/2 and
 // must follow the function out to a clamp of 5.6-13; in x^2 the pole sits just left of the
@@ -32,7 +39,9 @@ enum class Form : int {
   XHalfPlus = 3,
   Even = 4,
   Exp2Nearest = 5,  // 2^x, n = rint(x), f in [-1/2, 1/2] (exp2_eval below)
-  Exp2Floor = 6     // 2^x, n = rint(x - 1/2), f in [0, 1]
+  Exp2Floor = 6,    // 2^x, n = rint(x - 1/2), f in [0, 1]
+  HalfPlusSigned = 7,
+  XHalfPlusNonNeg = 8
 };
 
 // One fitted program of the family; the generated family_coeffs.h holds the shipped ones.
@@ -111,9 +120,21 @@ TG_HD TG_INLINE double tg_add(double a, double b) {
 #endif
 }
 
-// |p| with x's sign (the cells programs: host code only).
-TG_INLINE float tg_copysign(float p, float x) { return std::copysign(p, x); }
-TG_INLINE double tg_copysign(double p, double x) { return std::copysign(p, x); }
+// |p| with x's sign (the cells programs, and the HalfPlusSigned form).
+TG_HD TG_INLINE float tg_copysign(float p, float x) {
+#if defined(__CUDA_ARCH__)
+  return copysignf(p, x);
+#else
+  return std::copysign(p, x);
+#endif
+}
+TG_HD TG_INLINE double tg_copysign(double p, double x) {
+#if defined(__CUDA_ARCH__)
+  return copysign(p, x);
+#else
+  return std::copysign(p, x);
+#endif
+}
 
 // exp2 (turbogelu/approx/exp2_programs.py replays it): xc = x clamped to the window (NaN
 // passes), k = fl(xc [- 1/2] + magic) holds rint in its last bits, n = k - magic and
@@ -182,14 +203,24 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
     r = tg_mul(x, p);
   } else if constexpr (F == Form::XHalfPlusEven) {
     r = tg_mul(x, tg_fma(x, p, tg_splat(V{}, 0.5f)));
-  } else if constexpr (F == Form::XHalfPlus) {
+  } else if constexpr (F == Form::XHalfPlus || F == Form::XHalfPlusNonNeg) {
     r = tg_add(tg_mul(x, tg_splat(V{}, 0.5f)), p);
+  } else if constexpr (F == Form::HalfPlusSigned) {
+    r = tg_add(tg_splat(V{}, 0.5f), tg_copysign(p, x));
   } else {
     r = p;
+  }
+  if constexpr (F == Form::XHalfPlusNonNeg || F == Form::HalfPlusSigned) {
+    const V zero = tg_splat(V{}, 0.0f);
+    r = tg_select(tg_lt(r, zero), zero, r);
   }
   const auto outside = tg_gt(u, tg_splat(V{}, k.clamp));
   if constexpr (F == Form::XHalfPlusEven || F == Form::XHalfPlus) {
     return tg_tail_select(outside, x, r);  // max(x, -0.0): x beyond +clamp, -0.0 below -clamp
+  } else if constexpr (F == Form::XHalfPlusNonNeg) {
+    // x beyond +clamp, +0.0 (`below`) beyond -clamp, where max(x, -0.0) would be -0.0.
+    const V tail = tg_select(tg_gt(x, tg_splat(V{}, 0.0f)), x, tg_splat(V{}, k.below));
+    return tg_select(outside, tail, r);
   } else {
     const V tail =
         tg_select(tg_gt(x, tg_splat(V{}, 0.0f)), tg_splat(V{}, k.above), tg_splat(V{}, k.below));

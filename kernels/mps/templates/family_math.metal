@@ -9,7 +9,9 @@ enum tg_form {
   TG_X_HALF_PLUS = 3,
   TG_EVEN = 4,
   TG_EXP2_NEAREST = 5,
-  TG_EXP2_FLOOR = 6
+  TG_EXP2_FLOOR = 6,
+  TG_HALF_PLUS_SIGNED = 7,
+  TG_X_HALF_PLUS_NON_NEG = 8
 };
 
 // exp2 (family_eval.h's exp2_eval, float32): x clamped to [-151, 129] by compares (NaN
@@ -60,15 +62,23 @@ inline float tg_family_eval(float x, int p) {
     r = x * q;
   } else if (F == TG_X_HALF_PLUS_EVEN) {
     r = x * fma(x, q, 0.5f);
-  } else if (F == TG_X_HALF_PLUS) {
+  } else if (F == TG_X_HALF_PLUS || F == TG_X_HALF_PLUS_NON_NEG) {
     const float h = x * 0.5f;
     r = h + q;
+  } else if (F == TG_HALF_PLUS_SIGNED) {
+    r = 0.5f + copysign(q, x);
   } else {
     r = q;
+  }
+  if (F == TG_X_HALF_PLUS_NON_NEG || F == TG_HALF_PLUS_SIGNED) {
+    r = r < 0.0f ? 0.0f : r;  // floored at +0 (NaN stays)
   }
   const bool outside = u > TG_FAMILY_CLAMP[p];
   if (F == TG_X_HALF_PLUS_EVEN || F == TG_X_HALF_PLUS) {
     return outside ? (x > 0.0f ? x : -0.0f) : r;
+  }
+  if (F == TG_X_HALF_PLUS_NON_NEG) {  // +0.0 below
+    return outside ? (x > 0.0f ? x : TG_FAMILY_BELOW[p]) : r;
   }
   return outside ? (x > 0.0f ? TG_FAMILY_ABOVE[p] : TG_FAMILY_BELOW[p]) : r;
 }
