@@ -1,5 +1,5 @@
-"""SiLU, sigmoid, tanh and their derivatives: float64 references against mpmath, special values,
-and correctly rounded values through ``rounding.FUNCTIONS``."""
+"""SiLU, sigmoid, tanh, softplus and their derivatives: float64 references against mpmath, special
+values, and correctly rounded values through ``rounding.FUNCTIONS``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from turbogelu.approx import reference, rounding
 
-NAMES = ("silu", "silu_grad", "sigmoid", "sigmoid_grad", "tanh", "tanh_grad")
+NAMES = ("silu", "silu_grad", "sigmoid", "sigmoid_grad", "tanh", "tanh_grad", "softplus")
 F64 = {n: getattr(reference, n) for n in NAMES}
 MP = {n: getattr(reference, n + "_mp") for n in NAMES}
 ROOT = reference._SILU_ROOT_HI  # silu'(x) = 0: where relative accuracy is hardest
@@ -85,6 +85,7 @@ SPECIALS = {
     "sigmoid_grad": (0.0, 0.0, 0.25, 0.25),
     "tanh": (1.0, -1.0, 0.0, -0.0),
     "tanh_grad": (0.0, 0.0, 1.0, 1.0),
+    "softplus": (math.inf, 0.0, math.log(2.0), math.log(2.0)),
 }
 
 

@@ -1,4 +1,5 @@
-"""The activation family's CPU ops (sigmoid, tanh, silu, softcap, swiglu): bit for bit the lab's
+"""The activation family's CPU ops (sigmoid, tanh, silu, softplus, softcap, swiglu; the unary ones
+from the table, turbogelu/_table.py): bit for bit the lab's
 replay (``family_programs.replay_forward`` / ``replay_backward``) on every instruction set and
 16-bit input, the accuracy tier through the ops, IEEE special values, float64, and layout,
 threads and out= / in-place forms. The polynomials are forced (on AVX-512 CPUs sigmoid's, tanh's
@@ -7,6 +8,7 @@ and SiLU's default is their cells program, which tests/test_family_cells.py chec
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,17 +17,23 @@ from conftest import HALF_DTYPES, assert_same_bits, layout_cases
 
 import turbogelu
 from turbogelu.approx import family_programs as fp
-from turbogelu.approx import reference
+from turbogelu.approx import reference, replay
 
 pytestmark = pytest.mark.usefixtures("poly_program")
 
 OPS = torch.ops.turbogelu
-UNARY = ("sigmoid", "tanh", "silu")
-EXACT = {"sigmoid": reference.sigmoid, "tanh": reference.tanh, "silu": reference.silu}
+UNARY = turbogelu.family.UNARY  # the Plain ops with fitted programs, from the table
+EXACT = {
+    "sigmoid": reference.sigmoid,
+    "tanh": reference.tanh,
+    "silu": reference.silu,
+    "softplus": reference.softplus,
+}
 EXACT_GRAD = {
     "sigmoid": reference.sigmoid_grad,
     "tanh": reference.tanh_grad,
     "silu": reference.silu_grad,
+    "softplus": reference.sigmoid,
 }
 CAPS = (50.0, 1.0, 0.3)
 SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40, 1e-45, 3.4e38, -3.4e38]
@@ -70,21 +78,25 @@ IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 
 
 TIERS = ("accurate", "paper")
+# (op, tier) for every tier each unary op has (softplus: the accurate one only).
+UNARY_TIERS = [(fn, t) for fn in UNARY for t in turbogelu._table.op(fn).tiers]
 
 
-@pytest.mark.parametrize("tier", TIERS)
+def test_every_unary_op_has_its_exact_function():
+    assert set(EXACT) == set(EXACT_GRAD) == set(UNARY)
+
+
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-@pytest.mark.parametrize("fn", UNARY)
+@pytest.mark.parametrize(("fn", "tier"), UNARY_TIERS)
 def test_forward_is_the_replay(fn, dtype, tier, isa):
     x = _inputs(dtype)
     want = _want(fp.replay_forward(fn, _as32(x), tier=tier), dtype)
     assert_same_bits(getattr(OPS, fn)(x, tier=tier), want, fn)
 
 
-@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("backward", ["direct", "matched"])
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-@pytest.mark.parametrize("fn", UNARY)
+@pytest.mark.parametrize(("fn", "tier"), UNARY_TIERS)
 def test_backward_is_the_replay(fn, dtype, backward, tier, isa):
     """(The paper tier's sigmoid derivatives differ in degree, 4 and 2: the kernels run the
     shorter padded with leading zeros, which the replay of the unpadded program checks.)"""
@@ -215,6 +227,12 @@ def test_special_values(dtype):
     assert r.item() == 0.0 and math.copysign(1, r.item()) == -1.0
     assert _one("silu", inf, dtype).item() == inf
     assert _one("sigmoid", 0.0, dtype).item() == 0.5
+    # softplus: +0.0 at -inf (a positive function: never -0.0), inf at inf, log 2 at +-0
+    r = _one("softplus", -inf, dtype)
+    assert r.item() == 0.0 and math.copysign(1, r.item()) == 1.0
+    assert _one("softplus", inf, dtype).item() == inf
+    for z in (0.0, -0.0):
+        assert abs(_one("softplus", z, dtype).item() - math.log(2)) <= fp.ABS_BOUND + 4e-3
     for cap in CAPS:
         x = torch.tensor([inf, -inf, nan, -0.0], dtype=dtype)
         r = OPS.softcap(x, cap)
@@ -229,11 +247,15 @@ def test_special_values(dtype):
 
 @pytest.mark.parametrize("fn", UNARY)
 def test_subnormals_follow_the_function(fn):
-    """Tiny inputs (float32 subnormals): sigmoid -> 1/2, tanh(x) ~ x, silu(x) ~ x/2, signs kept."""
+    """Tiny inputs (float32 subnormals): sigmoid -> 1/2, softplus -> log 2 (its value at +-0,
+    one value for all of them), tanh(x) ~ x, silu(x) ~ x/2, signs kept."""
     x = torch.tensor([1e-40, -1e-40, 1e-45, -1e-45, 1e-38, -1e-38])
     r = getattr(OPS, fn)(x)
     if fn == "sigmoid":
         assert torch.all(r == 0.5)
+    elif fn == "softplus":
+        assert torch.all(r == OPS.softplus(torch.zeros(1)))
+        assert abs(r[0].item() - math.log(2)) <= fp.ABS_BOUND
     else:
         want = x if fn == "tanh" else x / 2
         assert torch.equal(torch.signbit(r), torch.signbit(x))  # 1e-45 / 2 rounds to +-0
@@ -255,7 +277,33 @@ def test_nan_gradients_propagate(backward):
         assert torch.equal(
             getattr(OPS, f"{fn}_backward")(torch.ones(2), far, backward), torch.zeros(2)
         )
-    assert torch.equal(OPS.silu_backward(torch.ones(2), far, backward), torch.tensor([0.0, 1.0]))
+    for fn in ("silu", "softplus"):
+        got = getattr(OPS, f"{fn}_backward")(torch.ones(2), far, backward)
+        assert torch.equal(got, torch.tensor([0.0, 1.0])), fn
+
+
+def test_softplus_and_its_gradient_are_never_negative():
+    """softplus and its derivative (sigmoid) are positive, and in their left tails smaller than
+    the tier's absolute bound: the programs floor their results at +0.0 (family_eval.h's
+    XHalfPlusNonNeg and HalfPlusSigned), so no input gives a negative value or -0.0 (a
+    negative step size or gradient would be wrong in sign, not only in size). Every float32
+    in [-11.5, -2] (where the unfloored polynomial dips below 0: checked too) and a sweep of the
+    rest, both backwards."""
+    lo = np.float32(-11.5).view(np.int32)
+    hi = np.float32(-2.0).view(np.int32)
+    x = torch.from_numpy(np.arange(hi, lo + 1, dtype=np.int32).view(np.float32))
+    x = torch.cat([x, torch.linspace(-40, 40, 100_001)])
+    y = OPS.softplus(x)
+    assert not torch.signbit(y).any()
+    for backward in ("direct", "matched"):
+        d = OPS.softplus_backward(torch.ones_like(x), x, backward)
+        assert not torch.signbit(d).any(), backward
+    # the floor is needed: without it the forward polynomial gives negative values here
+    from turbogelu.approx.polyspec import PolySpec
+
+    ps = PolySpec.from_dict(fp.load("softplus")["forward"])
+    raw = replace(ps.replay_program(), floor=None)
+    assert (replay.run(raw, x[x > -11].numpy()) < 0).any()
 
 
 # ------------------------------------------------------------------ layout, threads, out=
@@ -338,7 +386,7 @@ def test_silu_inplace_argument_is_the_inplace_op():
     assert_same_bits(y, turbogelu.silu(x))
 
 
-@pytest.mark.parametrize("fn", UNARY)
+@pytest.mark.parametrize("fn", [fn for fn, tier in UNARY_TIERS if tier == "paper"])
 def test_paper_tier_is_the_papers_error_and_cheaper(fn):
     """The paper tier runs Table 2's programs: fewer operations than the accurate tier, and its
     float32 error through the op is the spec's measured error (not the accurate tier's)."""
@@ -360,6 +408,23 @@ def test_tier_errors():
         OPS.sigmoid(x.to("meta"), tier="fast")
     with pytest.raises(ValueError, match="tier must be"):
         turbogelu.Tanh(tier="exact")
+
+
+def test_a_tier_an_op_lacks_is_refused():
+    """softplus has no paper tier (the source paper has no softplus program): the function, the
+    module, the op, its backward and its fake kernel all refuse it by name."""
+    x = torch.randn(4)
+    refusal = "no 'paper' tier for softplus"
+    for call in (
+        lambda: turbogelu.softplus(x, tier="paper"),
+        lambda: turbogelu.Softplus(tier="paper"),
+        lambda: OPS.softplus(x, tier="paper"),
+        lambda: OPS.softplus(x.to("meta"), tier="paper"),
+        lambda: OPS.softplus_backward(x, x, "default", "paper"),
+        lambda: turbogelu.softplus_(x.clone(), "paper"),
+    ):
+        with pytest.raises(ValueError, match=refusal):
+            call()
 
 
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)

@@ -51,6 +51,16 @@ INCLUDE = ROOT / "kernels" / "include" / "turbogelu"
 DTYPES = {"float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16}
 TIERS = _spec_names.FAMILY_TIERS
 KINDS = {op: kind for op, _, kind in _spec_names.FAMILY_OPS}
+# (op, tier) for every tier each op has (softplus: the accurate one only; the ops refuse the
+# paper tier before any kernel runs, tests/test_family_ops.py).
+OP_TIERS = [(op, t) for op in KINDS for t in function_table.op(op).tiers]
+
+
+def _kinds_in(tier: str) -> dict[str, str]:
+    """KINDS of the ops that have ``tier``."""
+    return {op: kind for op, kind in KINDS.items() if (op, tier) in OP_TIERS}
+
+
 FUNCTION = {op: fn for op, fn, _ in _spec_names.FAMILY_OPS}
 CAPS = (30.0, 0.7)  # softcap's caps: 1/cap inexact in float32 both; 0.7 itself inexact too
 
@@ -101,7 +111,8 @@ def test_the_lists_are_the_table_s():
     forms = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
              "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
              "Even": "TG_EVEN", "Exp2Nearest": "TG_EXP2_NEAREST",
-             "Exp2Floor": "TG_EXP2_FLOOR"}  # fmt: skip
+             "Exp2Floor": "TG_EXP2_FLOOR", "HalfPlusSigned": "TG_HALF_PLUS_SIGNED",
+             "XHalfPlusNonNeg": "TG_X_HALF_PLUS_NON_NEG"}  # fmt: skip
     shape = r"(\w+), (\d+), (true|false)"  # form, coefficients, in x^2
     metal = re.findall(rf"  X\((\w+), (\w+), (\w+), (\d+), {shape}, {shape}\)", SOURCE)
     assert [m[:2] for m in metal] == [(op, t) for op, _, _ in _spec_names.FAMILY_OPS for t in TIERS]
@@ -129,11 +140,14 @@ def _f32_bits(literal: str) -> int:
 
 def _cpu_programs() -> dict[str, list[str]]:
     """family_coeffs.h's FamilyProgram constants: {name: [degree, clamp, scale, below, above,
-    c0, c1, ...]} as their C++ literals."""
+    c0, c1, ...]} as their C++ literals; an alias (a tier a function lacks, which holds another
+    tier's programs: softplus's paper tier) as the values of the constant it names."""
     text = (INCLUDE / "family_coeffs.h").read_text()
     out = {}
     for name, body in re.findall(r"FamilyProgram (\w+) = \{(.*?)\}\};", text, re.S):
         out[name] = [v.strip().removesuffix("f") for v in body.replace("{", "").split(",")]
+    for name, other in re.findall(r"FamilyProgram (\w+) = (\w+);", text):
+        out[name] = out[other]
     return out
 
 
@@ -169,7 +183,11 @@ def test_source_names_the_default_backward():
         assert mps.family_default_backward(tier) == want
         for fn, bw in want.items():
             flag = "true" if bw == "direct" else "false"
-            assert f"{fn}_{tier}_default_backward_is_direct = {flag};" in text
+            own = tier if tier in function_table.program_tiers(fn) else "accurate"
+            if own != tier:  # an alias of the tier it ships (softplus's paper tier)
+                alias = f"{fn}_{own}_default_backward_is_direct"
+                assert f"{fn}_{tier}_default_backward_is_direct = {alias};" in text
+            assert f"{fn}_{own}_default_backward_is_direct = {flag};" in text
     assert mps.family_default_backward() == mps.family_default_backward("accurate")
     # the tiers' defaults differ (tanh: direct, and matched in the paper tier)
     assert mps.family_default_backward("paper") != mps.family_default_backward("accurate")
@@ -373,8 +391,7 @@ def _distinct_derivatives(fn: str, tier: str) -> bool:
 
 
 @pytest.mark.parametrize("kind", list(DTYPES))
-@pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("op", list(mps.FAMILY))
+@pytest.mark.parametrize(("op", "tier"), OP_TIERS)
 def test_metal_kernels_give_the_cpu_bits(harness, tmp_path, op, tier, kind):
     dtype = DTYPES[kind]
     fn = FUNCTION[op]
@@ -476,7 +493,8 @@ def _schemas() -> list[str]:
 
 def test_family_kernels_are_registered_for_every_schema():
     assert sorted(mps.FAMILY_OPS_MPS) == _schemas()
-    assert len(mps.FAMILY_OPS_MPS) == 4 * 5 + 5 + 4  # sigmoid, tanh, silu, exp2; softcap; swiglu
+    # sigmoid, tanh, silu, exp2, softplus; softcap; swiglu
+    assert len(mps.FAMILY_OPS_MPS) == 5 * 5 + 5 + 4
     for name in mps.FAMILY_OPS_MPS:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"turbogelu::{name}", "MPS"), name
 
@@ -604,7 +622,7 @@ def _same(actual, expected):
 def test_plain_and_scaled_ops_with_a_fake_shader(fake_mps, dtype, layout, tier):
     x, grad, _ = _inputs(dtype, layout)
     impl = mps.FAMILY_OPS_MPS
-    for op, kind in KINDS.items():
+    for op, kind in _kinds_in(tier).items():
         if kind == "Gated":
             continue
         args = (3.5,) if kind == "Scaled" else ()  # softcap's cap
@@ -678,7 +696,7 @@ def test_swiglu_ops_with_a_fake_shader(fake_mps, dtype, layout, tier):
 def test_family_programs_chosen(fake_mps, tier):
     x = torch.randn(10)
     impl = mps.FAMILY_OPS_MPS
-    for op, kind in KINDS.items():
+    for op, kind in _kinds_in(tier).items():
         args = (x, x) if kind == "Gated" else (x, 2.0) if kind == "Scaled" else (x,)
         impl[op](*args, tier=tier)
         for bw in BACKWARDS:
@@ -688,7 +706,7 @@ def test_family_programs_chosen(fake_mps, tier):
     }
     default["exp2"] = codegen.load_exp2()[tier]["default_backward"]
     want = []
-    for op in KINDS:
+    for op in _kinds_in(tier):
         want.append((op, tier, "forward", "float", 10, None))
         for bw in BACKWARDS:
             chosen = default[FUNCTION[op]] if bw == "default" else bw

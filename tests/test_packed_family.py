@@ -28,7 +28,7 @@ from turbogelu.approx.polyspec import PolySpec, replay
 from turbogelu.approx.replay import Arith
 
 PARTS = packed_family.PARTS
-FUNCTIONS = family_programs.FUNCTIONS
+FUNCTIONS = packed_family.FUNCTIONS  # those with a paper tier: what the packed path runs
 BF = "bfloat16"
 
 

@@ -40,6 +40,8 @@ def test_table():
         "sigmoid_grad",
         "tanh",
         "tanh_grad",
+        "softplus",
+        "softplus_grad",
         "exp2_frac",
     }
     for name, t in targets.TARGETS.items():
