@@ -72,7 +72,7 @@ from collections.abc import Sequence
 from .bench_timing import Progress, Variant, available_memory, summarize, time_interleaved
 from .records import cpu_caches
 
-FUNCTIONS = ("sigmoid", "tanh", "silu", "softcap", "swiglu")
+FUNCTIONS = ("sigmoid", "tanh", "silu", "softcap", "swiglu", "softplus")
 DIRECTIONS = ("forward", "backward")
 DTYPES = ("float32", "float16", "bfloat16")
 # Gemma 2's attention-logit softcap (its final-logit cap is 30); experiments/llm.py's B2 task,
@@ -269,6 +269,19 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                     ("torch eager", "F.silu(x)", lambda: F.silu(x)),
                     ("turbogelu", "turbogelu.silu(x)", lambda: tg.silu(x)),
                 ]
+        elif function == "softplus":  # F.softplus's defaults: beta 1, threshold 20
+            if out_mode == "out":
+                rows += [
+                    ("torch eager", "aten.softplus.out(x, 1, 20, out=out)",
+                     lambda: aten.softplus.out(x, 1.0, 20.0, out=out)),
+                    ("turbogelu", "turbogelu.softplus.out(x, out=out)",
+                     lambda: tg.softplus.out(x, out=out)),
+                ]  # fmt: skip
+            else:
+                rows += [
+                    ("torch eager", "F.softplus(x)", lambda: F.softplus(x)),
+                    ("turbogelu", "turbogelu.softplus(x)", lambda: tg.softplus(x)),
+                ]
         elif function == "softcap":
             xs = t["xs"]
             if out_mode == "out":
@@ -369,6 +382,29 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
                     ("turbogelu", f"turbogelu.{function}_backward_from_output(g, {sname})",
                      lambda: from_y(g, saved))
                 )  # fmt: skip
+        xl = x
+    elif function == "softplus":
+        # PyTorch's backward and ours both recompute sigmoid(x) from x
+        if out_mode == "out":
+            rows += [
+                ("torch eager", "aten.softplus_backward.grad_input(g, x, 1, 20, grad_input=out)",
+                 lambda: aten.softplus_backward.grad_input(g, x, 1.0, 20.0, grad_input=out)),
+                ("turbogelu", "turbogelu.softplus_backward.out(g, x, out=out)",
+                 lambda: tg.softplus_backward.out(g, x, out=out)),
+            ]  # fmt: skip
+        else:
+            rows += [
+                (
+                    "torch eager",
+                    "aten.softplus_backward(g, x, 1, 20)",
+                    lambda: aten.softplus_backward(g, x, 1.0, 20.0),
+                ),
+                (
+                    "turbogelu",
+                    "turbogelu.softplus_backward(g, x)",
+                    lambda: tg.softplus_backward(g, x),
+                ),
+            ]
         xl = x
     elif function == "softcap":
         xs, ts, ys = t["xs"], t["t_softcap"], t["y_softcap"]
