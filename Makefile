@@ -69,23 +69,13 @@ test: build lint data
 test-all: build lint data
 	$(VPY) -m pytest -m "" $(PYTEST_ARGS)
 
-# Refit 11 of the 19 committed specs with their shipped settings and regenerate the kernels'
-# sources from all of them: data/specs/gelu_{exact,tanh}.json (turbogelu/approx/spec.py
-# DEFAULTS), data/specs/cells/*.json (cells.py: gelu_*; family_cells.py: sigmoid, silu, tanh)
-# and data/specs/packed/*.json (packed.py FITS). A spec the refit matches is left untouched;
-# one it does not match is kept and its differences listed (the target fails): FORCE=1
-# overwrites it. Not refit here (each file's generated_by names its command):
-# data/specs/{sigmoid,silu,tanh}/{accurate,paper}.json by
-# `python -m turbogelu.approx.family_programs [--tier paper] FUNCTION` and
-# data/specs/exp2/{accurate,paper}.json by
-# `python -m turbogelu.approx.exp2_programs [--tier paper]`.
+# Refit every committed spec (data/specs/) with its shipped settings and regenerate the
+# kernels' sources from them: `python -m turbogelu fit --all` (turbogelu/approx/fit_all.py: a
+# step per kind of spec; `--list` names each step's files). A spec the refit matches is left
+# untouched; one it does not match is kept and its differences listed (the target fails):
+# FORCE=1 overwrites it.
 fit: $(STAMP_ENV)
-	$(VPY) -m turbogelu fit --gelu-mode exact $(if $(FORCE),--force)
-	$(VPY) -m turbogelu fit --gelu-mode tanh $(if $(FORCE),--force)
-	$(VPY) -m turbogelu.approx.cells $(if $(FORCE),--force)
-	$(VPY) -m turbogelu.approx.family_cells $(if $(FORCE),--force)
-	$(VPY) -m turbogelu.approx.packed $(if $(FORCE),--force)
-	$(VPY) -m turbogelu codegen
+	$(VPY) -m turbogelu fit --all $(if $(FORCE),--force)
 
 codegen: $(STAMP_ENV)
 	$(VPY) -m turbogelu codegen

@@ -19,6 +19,8 @@ FIT_METHODS = ("ls", "irls", "endpoint-ls", "remez", "remez+search", "endpoint-l
 
 
 def _cmd_fit(args) -> int:
+    if args.all or args.list:
+        return _cmd_fit_all(args)
     if args.target is not None:
         return _cmd_fit_target(args)
     from .approx import spec
@@ -75,6 +77,22 @@ def _cmd_fit(args) -> int:
         )
     print(f"default backward: {s['default_backward']}", file=sys.stderr)
     return 0
+
+
+def _cmd_fit_all(args) -> int:
+    """--all: every committed spec refitted with its shipped settings, then codegen
+    (approx/fit_all.py); --list: the files each step writes."""
+    given = [
+        f"--{k.replace('_', '-')}"
+        for k, v in vars(args).items()
+        if k not in ("command", "func", "all", "list", "force", "argv") and v is not None
+    ]
+    if given:
+        print(f"--all and --list take only --force, not {', '.join(given)}", file=sys.stderr)
+        return 2
+    from .approx import fit_all
+
+    return fit_all.run(force=args.force, list_only=args.list)
 
 
 def positive_int(text: str) -> int:
@@ -195,15 +213,7 @@ def _cmd_codegen(args) -> int:
         for path in files:
             print(f"{path} is up to date", file=sys.stderr)
         return 0
-    for path, text in files.items():
-        # An up-to-date file is not rewritten: a new mtime on the header would make `make`
-        # rebuild the extension for nothing.
-        if path.is_file() and path.read_text() == text:
-            print(f"{path} is up to date", file=sys.stderr)
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path}", file=sys.stderr)
+    codegen.write_outputs(files)
     return 0
 
 
@@ -326,6 +336,13 @@ def main(argv=None) -> int:
         action="store_true",
         help="overwrite a committed spec (data/specs/) that differs from the fit",
     )
+    f.add_argument(
+        "--all",
+        action="store_true",
+        help="refit every committed spec (data/specs/: GELU's, the cells, packed, the family's "
+        "every tier, exp2's) with its shipped settings, then codegen (make fit)",
+    )
+    f.add_argument("--list", action="store_true", help="list the spec files --all refits")
     f.set_defaults(func=_cmd_fit)
 
     c = sub.add_parser(
