@@ -39,8 +39,13 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import turbogelu.ops  # noqa: E402  (loads the extension)
+from turbogelu import _table  # noqa: E402
 
 OPS = torch.ops.turbogelu
+# The family's one-input ops with fitted programs, from the table (exp2 has its own cases).
+ONE_INPUT = tuple(
+    o.name for o in _table.OPS if o.kind != "Gated" and o.program not in _table.OWN_PROGRAMS
+)
 DEVICE = os.environ.get("TURBOGELU_TEST_DEVICE", "cuda")
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # Every tail and head of a 16-byte pack (up to 8 elements), a few grid-strided sizes, and
@@ -95,7 +100,7 @@ def family_cases(check, base, grad, bvals, base_d, grad_d, b_d, n: int, off: int
         bufs = [torch.full((p + n + 8,), 7.0, dtype=dtype, device=DEVICE) for p in phases]
         return bufs, [buf[p : p + n] for buf, p in zip(bufs, phases, strict=True)]
 
-    for op in ("sigmoid", "tanh", "silu", "softcap"):
+    for op in ONE_INPUT:
         extra = (CAP,) if op == "softcap" else ()
         fwd, bwd = getattr(OPS, op), getattr(OPS, f"{op}_backward")
         y = fwd(x, *extra)
@@ -134,7 +139,7 @@ def packed_family_cases(check, base_d, grad_d, b_d, n: int, off: int, what: str)
         return buf, buf[p : p + n]
 
     with turbogelu.ops.use_cuda_packed():
-        for op in ("sigmoid", "tanh", "silu", "softcap"):
+        for op in (o for o in ONE_INPUT if "paper" in _table.op(o).tiers):
             extra = (CAP,) if op == "softcap" else ()
             fwd, bwd = getattr(OPS, op), getattr(OPS, f"{op}_backward")
             y = fwd(xa, *extra, tier="paper")
