@@ -64,7 +64,7 @@ _SC_CACHES = (("L1d", 188), ("L2", 191), ("L3", 194), ("L4", 197))  # glibc's _S
 
 def cpu_caches() -> dict[str, int]:
     """The data caches the CPU reports, in bytes ({"L1d", "L2", "L3"}; a level it does not
-    report is left out), as the CPU kernels' store rule reads them (kernels/cpu/gelu_ops.cpp,
+    report is left out), as the CPU kernels' store rule reads them (kernels/cpu/dispatch.cpp,
     ``cache_bytes``): Linux's /sys/devices/system/cpu/cpu0/cache (each cache as one core sees
     it), else glibc's ``sysconf(_SC_LEVEL*_CACHE_SIZE)``, which can report more than a core
     has (an AMD EPYC's whole socket of L3, not its CCX's). Empty where neither tells."""

@@ -208,7 +208,7 @@ CPU_KERNELS = ("auto", "poly", "cells")
 def _switched(setter, name: str, allowed: tuple, what: str):
     """setter(name) inside the block, the previous setting restored after it; the name is
     checked first so that nothing is switched on a bad one. The CPU setters act on the
-    calling thread only (kernels/cpu/gelu_ops.cpp): another thread keeps its own setting, or
+    calling thread only (kernels/cpu/dispatch.cpp): another thread keeps its own setting, or
     the process's (the environment variable's). Autograd runs a CPU tensor's backward on the
     thread that calls backward(), so call it inside the block to get the block's program."""
     if name not in allowed:
@@ -257,7 +257,7 @@ CPU_STORES = ("auto", "plain", "stream")
 def use_cpu_store(name: str):
     """Inside the block, CPU outputs are written with ``"plain"`` or ``"stream"``
     (non-temporal) stores, or as ``"auto"`` (the default) chooses from the bytes and the
-    CPU's caches (kernels/cpu/gelu_ops.cpp). The bits are the same; the benchmark times
+    CPU's caches (kernels/cpu/dispatch.cpp). The bits are the same; the benchmark times
     each. On this thread only; TURBOGELU_CPU_STORE sets it for the process."""
     with _switched(_ops._set_cpu_store, name, CPU_STORES, "use_cpu_store"):
         yield

@@ -3,7 +3,7 @@
 // Each instruction set lives in its own translation unit compiled for that target
 // (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512bf16.cpp); none of them
 // includes torch, so no inline torch function is ever compiled with AVX-512 enabled and picked by
-// the linker for a machine without it. gelu_ops.cpp chooses a table at run time (cpuid).
+// the linker for a machine without it. dispatch.cpp chooses a table at run time (cpuid).
 #pragma once
 
 #include <cstdint>

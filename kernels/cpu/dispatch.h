@@ -1,7 +1,7 @@
-// The CPU dispatch choices that every operator file shares (defined in gelu_ops.cpp, where
-// the switches live): the instruction set the calling thread runs, the parallel grain and
-// the store choice. So the family's ops (family_ops.cpp) split, store and dispatch exactly as
-// GELU's do.
+// The CPU dispatch choices that every operator file shares (defined in dispatch.cpp, where
+// the switches live): the instruction set the calling thread runs, the program, the parallel
+// grain and the store choice. So GELU's ops (gelu_ops.cpp) and the family's (family_ops.cpp)
+// split, store and dispatch alike.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -16,9 +16,9 @@ namespace cpu {
 // The kernel table of the instruction set the calling thread uses now.
 const KernelTable& current_kernel_table();
 // Whether the CPU program this thread runs now is "cells" (use_cpu_kernel,
-// TURBOGELU_CPU_KERNEL, else the instruction set's default): the family's sigmoid, tanh and
-// SiLU then run their cells programs as GELU does (family_ops.cpp).
-bool family_runs_cells();
+// TURBOGELU_CPU_KERNEL, else the instruction set's default): GELU and the family's sigmoid,
+// tanh and SiLU then run their cells programs.
+bool runs_cells();
 // Elements per at::parallel_for chunk.
 int64_t parallel_grain();
 // Whether a call of n elements of size es, moving `bytes` in all, writing to `out`, streams.

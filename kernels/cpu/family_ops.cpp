@@ -22,11 +22,11 @@ namespace {
 // The kernel of (op, tier) for dtype index d: this instruction set's, else the scalar table's.
 // With the call of a program (not the from-output backward): its cells kernel instead where
 // the call has cells tables (the accurate tier of sigmoid, tanh and SiLU) and the CPU program is
-// "cells" (by default on AVX-512, as GELU's: gelu_ops.cpp).
+// "cells" (by default on AVX-512, as GELU's: dispatch.cpp).
 template <class Pick>
 auto pick(FamilyOp op, Tier tier, int d, Pick p, const FamilyCall* call = nullptr) {
   const bool cells = call != nullptr && call->fcells != nullptr && call->dcells != nullptr &&
-                     tier == kTier_accurate && cpu::family_runs_cells();
+                     tier == kTier_accurate && cpu::runs_cells();
   const int i = cells ? family_cells_index(op) : family_index(op, tier);
   const auto f = p(cpu::current_kernel_table().family[i])[d];
   return f != nullptr ? f : p(cpu::scalar_table().family[i])[d];

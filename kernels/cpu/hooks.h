@@ -1,5 +1,5 @@
 // The kernels' process-wide switches that only the benchmark, the notebooks and the tests
-// turn (defined in gelu_ops.cpp). They are ops only in builds with the benchmark's probes
+// turn (defined in dispatch.cpp). They are ops only in builds with the benchmark's probes
 // (TURBOGELU_BENCH_PROBES=1, as `make build` sets): kernels/bench/cpu_hooks.cpp registers them
 // as torch.ops.turbogelu_bench._set_poly_scheme and _set_parallel_grain.
 #pragma once

@@ -1,6 +1,6 @@
 // AVX2 + FMA + F16C kernels: 8 float32 lanes; the tail goes through a padded local buffer.
 // Compiled for that target by the pragma below, not by the build's flags (see
-// kernels_avx512.cpp); gelu_ops.cpp calls in here only when cpuid reports the features.
+// kernels_avx512.cpp); dispatch.cpp calls in here only when cpuid reports the features.
 // cpu_kernels.h (and poly_eval.h through it) is included only after the target pragma and
 // the namespace macro, so its inline templates are compiled for this target, under names of
 // their own.

@@ -1,6 +1,6 @@
 // AVX-512 kernels (F + BW + VL): 16 float32 lanes, two vectors per block.
 // Compiled for that target by the pragma below, not by the build's flags, so the library
-// runs on any x86-64; gelu_ops.cpp calls in here only when cpuid reports the features.
+// runs on any x86-64; dispatch.cpp calls in here only when cpuid reports the features.
 // cpu_kernels.h (and poly_eval.h through it) is included only after the target pragma and
 // the namespace macro, so its inline templates are compiled for this target, under names of
 // their own.

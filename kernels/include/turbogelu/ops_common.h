@@ -16,11 +16,12 @@
 
 namespace turbogelu {
 
-// The polynomial scheme the kernels use now (a benchmark hook; defined in gelu_ops.cpp).
+// The polynomial scheme the kernels use now (a benchmark hook; defined in
+// kernels/cpu/dispatch.cpp).
 Scheme current_scheme();
 
 // Whether bfloat16 on CUDA takes the opt-in packed path (TURBOGELU_CUDA_PACKED=1 or
-// torch.ops.turbogelu._set_cuda_packed; defined in gelu_ops.cpp, ignored by other devices).
+// torch.ops.turbogelu._set_cuda_packed; defined in kernels/cpu/dispatch.cpp, ignored elsewhere).
 bool cuda_packed();
 
 namespace ops {
