@@ -85,12 +85,15 @@ struct FamilyOpInfo {
 
 // Kernel tables hold kNumFamilyOps x kNumTiers entries, in this order, then the CPU's
 // cells kernels of each op (empty where its function has none).
-constexpr int family_index(FamilyOp op, Tier tier) { return op * kNumTiers + tier; }
-constexpr int family_cells_index(FamilyOp op) { return kNumFamilyOps * kNumTiers + op; }
-constexpr int kFamilyTableSize = kNumFamilyOps * (kNumTiers + 1);
+// (As ints: arithmetic between the two enumerations is deprecated in C++20.)
+constexpr int family_index(FamilyOp op, Tier tier) { return int{op} * int{kNumTiers} + int{tier}; }
+constexpr int family_cells_index(FamilyOp op) {
+  return int{kNumFamilyOps} * int{kNumTiers} + int{op};
+}
+constexpr int kFamilyTableSize = int{kNumFamilyOps} * (int{kNumTiers} + 1);
 
 inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
-  static const FamilyOpInfo table[kNumFamilyOps * kNumTiers] = {
+  static const FamilyOpInfo table[int{kNumFamilyOps} * int{kNumTiers}] = {
 #define TG_INFO_TIER(op, fn, kind, tier, cells_of)   \
   {#op,                                              \
    Kind::kind,                                       \
