@@ -303,7 +303,8 @@ def test_softplus_and_its_gradient_are_never_negative():
 
     ps = PolySpec.from_dict(fp.load("softplus")["forward"])
     raw = replace(ps.replay_program(), floor=None)
-    assert (replay.run(raw, x[x > -11].numpy()) < 0).any()
+    near_clamp = x[(x >= -11) & (x <= -10)][::8].numpy()  # where softplus < 4.6e-5
+    assert (replay.run(raw, near_clamp) < 0).any()
 
 
 # ------------------------------------------------------------------ layout, threads, out=
