@@ -571,7 +571,7 @@ def softplus(
     tier: str = "accurate",
 ) -> torch.Tensor:
     """Polynomial softplus log(1 + e^x), a drop-in for ``torch.nn.functional.softplus`` with its
-    defaults (beta 1, threshold 20; other values are refused): x/2 + P(|x|) for |x| <= 11,
+    defaults (beta 1, threshold 20; other values are refused): x/2 + P(|x|) inside its clamp,
     x above and +0.0 below. float32 within 3e-5 of the exact function beyond half an ulp of
     the result (so relatively ever tighter as softplus grows like x); bfloat16 and float16
     within 1 ulp of the correctly rounded value for x >= -3 (below, within 3e-5 beyond half

@@ -23,7 +23,8 @@ order "generic"): a polynomial P in a normalised variable z in [-1, 1], the targ
   beyond half an ulp of the result is what the polynomial adds, and it is absolute because
   the residual it approximates is, while the result's own rounding (excluded) grows with x;
   a relative bound would demand ever more of P as x grows, for no reader of the result. Its
-  clamp L = 11 is where the asymptote's error e^-L falls below the bound (1.7e-5).
+  clamp L = 10.5 is the smallest round one where the asymptote's error e^-L falls below the
+  bound (2.8e-5).
 
 The ``paper`` tier (``build_paper_spec``, ``data/specs/<function>/paper.json``, ``--tier
 paper``) holds the source paper's own Table 2 programs instead (``table2.Row.same``: degree

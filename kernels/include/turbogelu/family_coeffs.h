@@ -111,18 +111,18 @@ inline constexpr bool silu_paper_default_backward_is_direct = false;
 inline constexpr bool silu_paper_shipped = true;
 
 // softplus, accurate tier: python -m turbogelu.approx.family_programs softplus
-// softplus (x/2 + even): r(u) ~ u^0 P(z), z = 2 u / 11 - 1, degree 11, fit on [0, 11], clamp 11, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.585e-05
+// softplus (x/2 + even): r(u) ~ u^0 P(z), z = 2 u / 10.5 - 1, degree 10, fit on [0, 10.5], clamp 10.5, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.968e-05
 inline constexpr FamilyProgram softplus_accurate_forward = {
-    11, 0x1.6p+3f, 0x1.745d18p-3f, 0.0f, 0.0f,
-    {0x1.60855p+1f, 0x1.5d2b78p+1f, 0x1.fbb63p-5f, -0x1.e2844ap-4f, 0x1.2730bap-3f, -0x1.e78156p-4f, 0x1.426decp-3f, -0x1.a590eap-3f, 0x1.02d8bcp-5f, 0x1.0da558p-3f, -0x1.af60cep-5f, -0x1.b8d236p-7f}};
-// softplus_grad (1/2 + odd): r(u) ~ u^0 P(z), z = 2 u / 11 - 1, degree 11, fit on [0, 11], clamp 11, float32 coefficients, unknown method, program generic; float32 replay: max |err| 5.864e-05
+    10, 0x1.5p+3f, 0x1.861862p-3f, 0.0f, 0.0f,
+    {0x1.50aa98p+1f, 0x1.4c8152p+1f, 0x1.2bc886p-4f, -0x1.026702p-3f, 0x1.27363cp-3f, -0x1.27d012p-3f, 0x1.68ccp-3f, -0x1.0695aap-3f, -0x1.af610ep-6f, 0x1.460bb6p-4f, -0x1.a6a27p-6f}};
+// softplus_grad (1/2 + odd): r(u) ~ u^0 P(z), z = 2 u / 10.5 - 1, degree 10, fit on [0, 10.5], clamp 10.5, float32 coefficients, unknown method, program generic; float32 replay: max |err| 1.062e-04
 inline constexpr FamilyProgram softplus_accurate_backward_direct = {
-    11, 0x1.6p+3f, 0x1.745d18p-3f, 0.0f, 1.0f,
-    {0x1.fbe0e2p-2f, 0x1.661bf4p-6f, -0x1.0657d2p-4f, 0x1.ed3196p-4f, -0x1.c02264p-4f, 0x1.297154p-4f, -0x1.0a023p-2f, 0x1.337586p-2f, 0x1.b69af8p-3f, -0x1.830d7cp-2f, -0x1.b80708p-6f, 0x1.ce2d32p-4f}};
-// softplus_grad (1/2 + odd): r(u) ~ u^0 P(z), z = 2 u / 11 - 1, degree 10, fit on [0, 11], clamp 11, float32 coefficients, derivative of forward, program generic (degree 10, padded to 11); float32 replay: max |err| 7.566e-04
+    10, 0x1.5p+3f, 0x1.861862p-3f, 0.0f, 1.0f,
+    {0x1.fabdacp-2f, 0x1.c9cf9p-6f, -0x1.36a6e2p-4f, 0x1.bcf5bcp-4f, -0x1.a61ad2p-4f, 0x1.a77206p-3f, -0x1.1f58f6p-2f, -0x1.8efc74p-5f, 0x1.1b6e86p-2f, -0x1.6e9a7p-5f, -0x1.fd3364p-5f}};
+// softplus_grad (1/2 + odd): r(u) ~ u^0 P(z), z = 2 u / 10.5 - 1, degree 9, fit on [0, 10.5], clamp 10.5, float32 coefficients, derivative of forward, program generic (degree 9, padded to 10); float32 replay: max |err| 8.542e-04
 inline constexpr FamilyProgram softplus_accurate_backward_matched = {
-    11, 0x1.6p+3f, 0x1.745d18p-3f, 0.0f, 1.0f,
-    {0x1.fbe224p-2f, 0x1.713ebp-6f, -0x1.0730e4p-4f, 0x1.ad5e26p-4f, -0x1.bb2fc4p-4f, 0x1.5fbdbcp-3f, -0x1.0c44f2p-2f, 0x1.788112p-5f, 0x1.b93d1cp-3f, -0x1.882976p-4f, -0x1.b8d236p-6f, 0x0p+0f}};
+    10, 0x1.5p+3f, 0x1.861862p-3f, 0.0f, 1.0f,
+    {0x1.faacaep-2f, 0x1.c8d00ap-6f, -0x1.275128p-4f, 0x1.c1d8bep-4f, -0x1.19b9fap-3f, 0x1.9c56dcp-3f, -0x1.5e1ce4p-3f, -0x1.48ab78p-5f, 0x1.1777cp-3f, -0x1.928252p-5f, 0x0p+0f}};
 inline constexpr bool softplus_accurate_default_backward_is_direct = true;
 inline constexpr bool softplus_accurate_shipped = true;
 
@@ -249,8 +249,8 @@ inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
   X(tanh, paper, Odd, 3, false, Even, 3, false) \
   X(silu, accurate, XHalfPlusEven, 13, false, HalfPlusOdd, 13, false) \
   X(silu, paper, XHalfPlus, 3, true, HalfPlusOdd, 2, true) \
-  X(softplus, accurate, XHalfPlusNonNeg, 11, false, HalfPlusSigned, 11, false) \
-  X(softplus, paper, XHalfPlusNonNeg, 11, false, HalfPlusSigned, 11, false) \
+  X(softplus, accurate, XHalfPlusNonNeg, 10, false, HalfPlusSigned, 10, false) \
+  X(softplus, paper, XHalfPlusNonNeg, 10, false, HalfPlusSigned, 10, false) \
   X(exp2, accurate, Exp2Nearest, 5, false, Exp2Nearest, 5, false) \
   X(exp2, paper, Exp2Floor, 2, false, Exp2Floor, 2, false)
 
