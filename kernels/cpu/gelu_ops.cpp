@@ -1,6 +1,7 @@
-// GELU's CPU operators and the autograd guards of their mutating forms (the schemas: kernels/
-// common/schema.cpp; the functional ops get their autograd formula in turbogelu/ops.py), over
-// the run-time choices every CPU operator shares (dispatch.h, dispatch.cpp).
+// GELU's CPU operators and the autograd guards of their mutating forms (the schemas:
+// kernels/common/schema.cpp; the functional ops get their autograd formula in
+// turbogelu/ops.py), over the run-time choices every CPU operator shares (dispatch.h,
+// dispatch.cpp).
 //
 //   gelu(x)  ~ x (1/2 + x P(z)),  gelu'(x) ~ 1/2 + x Q(z),  z = x^2 * 2/R^2 - 1, |x| <= R
 //   (kernels/include/turbogelu/poly_eval.h; coefficients in gelu_coeffs.h, generated), or,
