@@ -1,5 +1,5 @@
 """The CPU's table-driven program ("cells": a cubic in each of 32 cells; turbogelu/approx/cells.py,
-kernels/include/turbogelu/poly_eval.h's gelu_forward_cells), the default where the
+kernels/include/turbogelu/family_eval.h's cells_eval), the default where the
 CPU has AVX-512 two-table permutes (tests/test_program.py), forced here with
 ``turbogelu.ops.use_cpu_kernel("cells")`` (or TURBOGELU_CPU_KERNEL=cells) on every ISA.
 

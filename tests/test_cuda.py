@@ -206,8 +206,10 @@ def test_ptx_has_every_kernel(ptx_kernels):
 
 def _clamp_squares(body: str, ft: str) -> int:
     """Multiplies R*R: a float of the coefficient parameter (or its conversion to float64)
-    by itself. Only the clamp R is squared: the coefficients and the scale never are."""
-    regs = set(re.findall(r"ld\.param\.f32\s+(%f\d+), \[%rd\d+(?:\+-?\d+)?\];", body))
+    by itself. Only the clamp R is squared: the coefficients and the scale never are. The
+    parameter is read through an address register or by its own name (nvcc does the latter
+    since the kernel copies the set into family_eval.h's program: still the parameter space)."""
+    regs = set(re.findall(r"ld\.param\.f32\s+(%f\d+), \[(?:%rd\d+|[\w$]+)(?:\+-?\d+)?\];", body))
     for r in list(regs):
         regs |= set(re.findall(rf"cvt\.f64\.f32\s+(%fd\d+), {r};", body))
     squares = re.findall(rf"\bmul\.rn\.{ft}\s+%\w+, (%\w+), (%\w+);", body)

@@ -8,7 +8,9 @@ through them the Metal programs and the MPS ops), ``family.py``'s lists and regi
 (``make lint`` fails when that header is stale). It imports nothing, so that the op layer and
 ``import turbogelu`` read it without torch or the lab.
 
-GELU is not a row yet: it has its own ops (``turbogelu/ops.py``); issue 36 makes it one.
+GELU's programs are rows too (``GELU``): the kernels' table holds them beside the family's and
+runs them through the same loops, evaluation and dispatch; its public op keeps its own schema
+(``approximate=`` picks the row; ``turbogelu/ops.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,16 @@ OPS = (
     # The source paper has no softplus program: accurate tier only.
     Op("softplus", "softplus", "Plain", from_output=False, module="Softplus", tiers=("accurate",)),
 )
+# GELU: one public op, gelu(x, approximate, *, backward), whose `approximate` picks one of two
+# programs (data/specs/gelu_exact.json, gelu_tanh.json; cells in data/specs/cells/). Each is a
+# row of the kernels' table (family.h's TG_GELU_OPS, after the family's TG_FAMILY_OPS), with
+# the family's loops, element forms and program choice; the schema, fake kernel and autograd
+# are GELU's own (kernels/common/schema.cpp, turbogelu/ops.py), so these rows are not in OPS.
+GELU = (
+    Op("gelu_none", "gelu_none", "Plain", from_output=False, module="GELU", tiers=("accurate",)),
+    Op("gelu_tanh", "gelu_tanh", "Plain", from_output=False, module="GELU", tiers=("accurate",)),
+)
+APPROXIMATE = {"none": "gelu_none", "tanh": "gelu_tanh"}  # gelu's argument -> its row
 # exp2's programs are fitted by their own lab module (turbogelu.approx.exp2_programs); the
 # other programs by turbogelu.approx.family_programs.
 OWN_PROGRAMS = ("exp2",)

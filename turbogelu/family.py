@@ -418,7 +418,7 @@ torch.library.register_autograd(
 
 
 # ---------------------------------------------------------------- softmax (CPU)
-# softmax(x, dim, *, tier) by exp2 (kernels/cpu/family_ops.cpp's softmax_cpu): CPU only; the
+# softmax(x, dim, *, tier) by exp2 (kernels/cpu/ops.cpp's softmax_cpu): CPU only; the
 # result is contiguous. Its backward is (grad - sum(grad * y)) * y on the saved result, in
 # PyTorch's ops.
 

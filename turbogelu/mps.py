@@ -4,7 +4,7 @@ The kernels are Metal source generated from the same specs as the C++ headers
 (``kernels/mps/gelu_kernels.metal`` for GELU, ``kernels/mps/family_kernels.metal`` for the
 activation family in both tiers; ``python -m turbogelu codegen``), compiled at first use with
 ``torch.mps.compile_shader`` (PyTorch >= 2.7) and registered here as the ``MPS`` kernels of
-the ops that kernels/cpu/gelu_ops.cpp and family_ops.cpp define, so autograd, the fake kernels
+the ops that kernels/cpu/ops.cpp defines, so autograd, the fake kernels
 and torch.compile see one op whatever the device. The semantics are those of
 kernels/include/turbogelu/ops_common.h and family_common.h (checks, output in
 ``empty_like(x)``'s layout, out= not resized, in place), written again in Python; float64 is

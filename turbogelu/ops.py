@@ -1,7 +1,8 @@
 """The op surface: torch.ops.turbogelu.* with fake (meta) kernels and autograd.
 
 Importing this module imports torch and loads the compiled extension ``turbogelu._C``, whose
-``TORCH_LIBRARY(turbogelu, m)`` defines the ops (kernels/cpu/gelu_ops.cpp):
+``TORCH_LIBRARY(turbogelu, m)`` defines the ops (kernels/common/schema.cpp; the CPU's
+kernels: kernels/cpu/ops.cpp):
 
     gelu(Tensor x, str approximate="none", *, str backward="default") -> Tensor
     gelu.out(Tensor x, str approximate="none", *, Tensor(a!) out) -> ()

@@ -1,5 +1,5 @@
 // The public operators' schemas, device-neutral: each backend registers its kernels for them
-// (CPU: kernels/cpu/gelu_ops.cpp and family_ops.cpp; CUDA: kernels/cuda/gelu_cuda.cpp and
+// (CPU: kernels/cpu/ops.cpp; CUDA: kernels/cuda/gelu_cuda.cpp and
 // family_cuda.cpp; Apple GPUs: turbogelu/mps.py), turbogelu/ops.py and family.py their fake
 // (meta) kernels and autograd. The semantics every backend shares are
 // kernels/include/turbogelu/ops_common.h and family_common.h.
@@ -106,7 +106,7 @@ TORCH_LIBRARY(turbogelu, m) {
   m.def(
       "swiglu_backward.out(Tensor grad, Tensor a, Tensor b, str backward=\"default\", "
       "str tier=\"accurate\", *, Tensor(a!) grad_a, Tensor(b!) grad_b) -> ()");
-  // softmax along dim by exp2 (CPU only; kernels/cpu/family_ops.cpp): float32, float16,
+  // softmax along dim by exp2 (CPU only; kernels/cpu/ops.cpp): float32, float16,
   // bfloat16, computed in float32.
   m.def("softmax(Tensor x, int dim=-1, *, str tier=\"accurate\") -> Tensor");
 }

@@ -25,19 +25,14 @@ struct bf16_t {
 // Element types, in the order of the tables below.
 enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3, kNumDTypes = 4 };
 
-// Return false when the coefficient set's degree has no compiled instantiation. `stream`
+// GELU's run-time-coefficient kernels (loops.h). Return false when the coefficient set's
+// degree has no compiled instantiation. `stream`
 // asks for non-temporal stores (loops.h; the same bits), honoured where compiled (SIMD
 // instruction sets; the polynomial at the shipped degree, Horner).
 using ForwardFn = bool (*)(const void* x, void* out, int64_t n, const PolyCoeffs& k, Scheme s,
                            bool stream);
 using BackwardFn = bool (*)(const void* grad, const void* x, void* out, int64_t n,
                             const PolyCoeffs& k, Scheme s, bool stream);
-
-// The "cells" kernel (poly_eval.h's gelu_forward_cells): one fixed program, no degrees.
-using CellsForwardFn = void (*)(const void* x, void* out, int64_t n, const CellTable& t,
-                                bool stream);
-using CellsBackwardFn = void (*)(const void* grad, const void* x, void* out, int64_t n,
-                                 const CellTable& t, bool stream);
 
 // The activation family's kernels of one op in one tier (turbogelu/family.h), by element type;
 // nullptr where the kind has no such kernel or this instruction set none of its own (use the scalar
@@ -82,12 +77,13 @@ struct FamilyKernels {
 
 struct KernelTable {
   const char* name;
-  ForwardFn forward[kNumDTypes];  // nullptr: use the scalar table's entry
+  // GELU's run-time-coefficient kernels (loops.h: poly_gelu, the Estrin scheme); nullptr: use
+  // the scalar table's entry.
+  ForwardFn forward[kNumDTypes];
   BackwardFn backward[kNumDTypes];
-  CellsForwardFn cells_forward[kNumDTypes];  // likewise
-  CellsBackwardFn cells_backward[kNumDTypes];
-  const FamilyKernels*
-      family;  // kFamilyTableSize entries (family.h: family_index, family_cells_index)
+  // Every op's kernels, GELU's shipped programs included: kFamilyTableSize entries (family.h:
+  // family_index, family_cells_index).
+  const FamilyKernels* family;
 };
 
 const KernelTable& scalar_table();

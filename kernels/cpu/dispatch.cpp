@@ -2,8 +2,8 @@
 // instruction set (cpuid, TURBOGELU_CPU_ISA, use_cpu_isa), the program (TURBOGELU_CPU_KERNEL:
 // the polynomial or the cells), the stores (TURBOGELU_CPU_STORE and the caches), the parallel
 // grain, the polynomial scheme and the CUDA packed switch, with their introspection ops
-// (_cpu_isa, _cpu_program, ...). The operators themselves (gelu_ops.cpp, family_ops.cpp,
-// poly_ops.cpp) only ask what the calling thread runs now.
+// (_cpu_isa, _cpu_program, ...). The operators themselves (ops.cpp, poly_ops.cpp) only ask
+// what the calling thread runs now.
 #include "dispatch.h"
 
 #include <ATen/ATen.h>
@@ -135,8 +135,8 @@ std::string scheme_name(Scheme s) { return s == Scheme::Horner ? "horner" : "est
 
 // ---------------------------------------------------------------- CPU program: poly or cells
 
-// "poly" runs the shipped polynomial (poly_eval.h's gelu_forward, the program every backend
-// shares); "cells" runs the CPU's table-driven program (gelu_forward_cells: a cubic in each
+// "poly" runs the shipped polynomial (the program every backend shares); "cells" runs the
+// CPU's table-driven program (family_eval.h's cells_eval: a cubic in each
 // of 32 cells, fitted by turbogelu/approx/cells.py), more accurate and, where the lookups are
 // one two-table permute (AVX-512 vpermt2ps), fewer operations. "auto" (the default) takes
 // cells on the AVX-512 instruction sets and the polynomial on AVX2 and scalar code, where

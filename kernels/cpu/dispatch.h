@@ -1,7 +1,7 @@
 // The CPU dispatch choices that every operator file shares (defined in dispatch.cpp, where
 // the switches live): the instruction set the calling thread runs, the program, the parallel
-// grain and the store choice. So GELU's ops (gelu_ops.cpp) and the family's (family_ops.cpp)
-// split, store and dispatch alike.
+// grain and the store choice. So every op (ops.cpp) and the run-time-coefficient ops
+// (poly_ops.cpp) split, store and dispatch alike.
 #pragma once
 
 #include <ATen/core/Tensor.h>

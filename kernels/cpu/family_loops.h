@@ -559,7 +559,7 @@ void family_fill(FamilyKernels* table) {
       table[family_index(kFamily_##op, kTier_accurate)]);     \
   family_fill_one<Isa, T, shapes::fn##_paper, Kind::kind>(    \
       table[family_index(kFamily_##op, kTier_paper)]);
-  TG_FAMILY_OPS(TG_FILL)
+  TG_KERNEL_OPS(TG_FILL)
 #undef TG_FILL
   // The from-output backward has no program: both tiers' entries hold it.
 #define TG_FILL_FROM_OUTPUT(op)                                                             \
@@ -589,7 +589,7 @@ void family_fill_cells(FamilyKernels* table) {
   if constexpr (coeffs::fn##_family_cells.forward != nullptr) \
     family_fill_one<Isa, T, shapes::fn##_cells, Kind::kind>(  \
         table[family_cells_index(kFamily_##op)]);
-  TG_FAMILY_OPS(TG_FILL_CELLS)
+  TG_KERNEL_OPS(TG_FILL_CELLS)
 #undef TG_FILL_CELLS
 }
 

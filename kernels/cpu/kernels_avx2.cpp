@@ -180,10 +180,6 @@ const KernelTable* avx2_table() {
        nullptr},
       {backward_any<Avx2Isa, float>, backward_any<Avx2Isa, f16_t>, backward_any<Avx2Isa, bf16_t>,
        nullptr},
-      {forward_cells<Avx2Isa, float>, forward_cells<Avx2Isa, f16_t>, forward_cells<Avx2Isa, bf16_t>,
-       nullptr},
-      {backward_cells<Avx2Isa, float>, backward_cells<Avx2Isa, f16_t>,
-       backward_cells<Avx2Isa, bf16_t>, nullptr},
       family_kernels<Avx2Isa>(),
   };
   return &table;

@@ -36,10 +36,6 @@ const KernelTable* avx512_table() {
        nullptr},
       {backward_any<Avx512Isa, float>, backward_any<Avx512Isa, f16_t>,
        backward_any<Avx512Isa, bf16_t>, nullptr},
-      {forward_cells<Avx512Isa, float>, forward_cells<Avx512Isa, f16_t>,
-       forward_cells<Avx512Isa, bf16_t>, nullptr},
-      {backward_cells<Avx512Isa, float>, backward_cells<Avx512Isa, f16_t>,
-       backward_cells<Avx512Isa, bf16_t>, nullptr},
       family_kernels<Avx512Isa>(),
   };
   return &table;

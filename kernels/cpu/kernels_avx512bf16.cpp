@@ -82,10 +82,6 @@ const KernelTable* avx512bf16_table() {
       "avx512bf16",
       {base->forward[kF32], base->forward[kF16], forward_any<Avx512Bf16Isa, bf16_t>, nullptr},
       {base->backward[kF32], base->backward[kF16], backward_any<Avx512Bf16Isa, bf16_t>, nullptr},
-      {base->cells_forward[kF32], base->cells_forward[kF16], forward_cells<Avx512Bf16Isa, bf16_t>,
-       nullptr},
-      {base->cells_backward[kF32], base->cells_backward[kF16],
-       backward_cells<Avx512Bf16Isa, bf16_t>, nullptr},
       family_bf16(base->family),
   };
   return &table;

@@ -46,10 +46,6 @@ const KernelTable& scalar_table() {
        forward_any<ScalarF64Isa, double>},
       {backward_any<ScalarIsa, float>, backward_any<ScalarIsa, f16_t>,
        backward_any<ScalarIsa, bf16_t>, backward_any<ScalarF64Isa, double>},
-      {forward_cells<ScalarIsa, float>, forward_cells<ScalarIsa, f16_t>,
-       forward_cells<ScalarIsa, bf16_t>, forward_cells<ScalarF64Isa, double>},
-      {backward_cells<ScalarIsa, float>, backward_cells<ScalarIsa, f16_t>,
-       backward_cells<ScalarIsa, bf16_t>, backward_cells<ScalarF64Isa, double>},
       family_kernels<ScalarIsa, ScalarF64Isa>(),
   };
   return table;

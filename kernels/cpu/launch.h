@@ -1,5 +1,5 @@
-// The CPU forward / backward launch for a coefficient set chosen by the caller (defined in
-// gelu_ops.cpp, over the instruction-set, scheme and grain choices of dispatch.cpp).
+// GELU's CPU forward / backward with a coefficient set chosen by the caller (poly_gelu; defined
+// in ops.cpp, over the instruction-set, scheme and grain choices of dispatch.cpp).
 #pragma once
 
 #include <ATen/ATen.h>

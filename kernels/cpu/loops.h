@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "cpu_kernels.h"
+#include "turbogelu/family_eval.h"
 
 namespace turbogelu {
 namespace cpu {
@@ -127,21 +128,23 @@ TG_INLINE void map2(const void* gv, const void* xv, void* ov, int64_t n, F f) {
   map_n<Isa, T, 2, Stream>(in, static_cast<T*>(ov), n, f);
 }
 
-// The coefficients are copied to a local first: stores to `out` cannot alias them, so the
-// compiler keeps them (and the cells' tables) in registers across the loop.
+// GELU's run-time-coefficient kernels (poly_gelu, and the benchmark's Estrin scheme; the
+// shipped ops run their rows of the family's table, family_loops.h): the coefficients are
+// turned into a program held in a local first, so that stores to `out` cannot alias it and
+// the compiler keeps it in registers across the loop.
 template <class Isa, class T, int N, Scheme S, bool Stream>
 bool forward_loop(const void* x, void* out, int64_t n, const PolyCoeffs& kref) {
-  const PolyCoeffs k = kref;
+  const FamilyProgram f = gelu_as_program(kref, -0.0f, 0.0f);
   using V = typename Isa::V;
-  map1<Isa, T, Stream>(x, out, n, [&](V v) { return gelu_forward<N, S>(v, k); });
+  map1<Isa, T, Stream>(x, out, n, [&](V v) { return gelu_forward<N, S>(v, f); });
   return true;
 }
 
 template <class Isa, class T, int N, Scheme S, bool Stream>
 bool backward_loop(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& kref) {
-  const PolyCoeffs k = kref;
+  const FamilyProgram d = gelu_as_program(kref, 0.0f, 1.0f);
   using V = typename Isa::V;
-  map2<Isa, T, Stream>(g, x, out, n, [&](V gv, V xv) { return gelu_backward<N, S>(gv, xv, k); });
+  map2<Isa, T, Stream>(g, x, out, n, [&](V gv, V xv) { return gelu_backward<N, S>(gv, xv, d); });
   return true;
 }
 
@@ -155,29 +158,6 @@ template <class Isa>
 struct CanStream<Isa, decltype(&Isa::stream_fence, void())> {
   static constexpr bool value = true;
 };
-
-template <class Isa, class T>
-void forward_cells(const void* x, void* out, int64_t n, const CellTable& tref, bool stream) {
-  const CellTable t = tref;
-  using V = typename Isa::V;
-  const auto f = [&](V v) { return gelu_forward_cells(v, t); };
-  if constexpr (CanStream<Isa>::value) {
-    if (stream) return map1<Isa, T, true>(x, out, n, f);
-  }
-  map1<Isa, T, false>(x, out, n, f);
-}
-
-template <class Isa, class T>
-void backward_cells(const void* g, const void* x, void* out, int64_t n, const CellTable& tref,
-                    bool stream) {
-  const CellTable t = tref;
-  using V = typename Isa::V;
-  const auto f = [&](V gv, V xv) { return gelu_backward_cells(gv, xv, t); };
-  if constexpr (CanStream<Isa>::value) {
-    if (stream) return map2<Isa, T, true>(g, x, out, n, f);
-  }
-  map2<Isa, T, false>(g, x, out, n, f);
-}
 
 // Streaming variants are compiled for the shipped degree with Horner's scheme only (each
 // instantiation costs compile time; other degrees and Estrin are the benchmark's).

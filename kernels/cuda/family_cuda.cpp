@@ -2,7 +2,7 @@
 // family.h): family_common.h's semantics (the CPU's: checks, programs, layout, out= and in
 // place) with cuda_backend.h's device check and guard, launching family_kernels.cu on the
 // current stream; registered by family_library.h, like the CPU's. The Autograd guards of the
-// mutating forms are kernels/cpu/family_ops.cpp's, for every device.
+// mutating forms are kernels/cpu/ops.cpp's, for every device.
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <torch/library.h>

@@ -21,7 +21,7 @@ namespace turbogelu {
 namespace {
 
 // The packed bfloat16 set standing for a float32 coefficient set, or nullptr. Identified by
-// address: ops::forward_coeffs / backward_coeffs return the generated objects themselves.
+// address: ops::forward_program / backward_program hold the generated objects themselves.
 // Both backward sets (direct, matched) map to the packed backward fit (a fit of GELU').
 const PolyCoeffs* packed_for(const PolyCoeffs& k) {
   namespace c = coeffs;
@@ -49,7 +49,9 @@ struct CudaBackend : cuda::DeviceBackend {
     TORCH_CHECK(cuda::has_degree(k.degree), "turbogelu: no CUDA kernel compiled for degree ",
                 k.degree);
   }
-  static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs& k) {
+  static void launch_forward(const at::Tensor& x, const at::Tensor& out,
+                             const ops::GeluProgram& program) {
+    const PolyCoeffs& k = program.k;
     if (const PolyCoeffs* p = packed_path(x, k)) {
       C10_CUDA_CHECK(cuda::forward_packed_bf16(x.const_data_ptr(), out.data_ptr(), x.numel(), *p,
                                                cuda::current_stream()));
@@ -60,7 +62,8 @@ struct CudaBackend : cuda::DeviceBackend {
                                  k, current_scheme(), cuda::current_stream()));
   }
   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
-                              const PolyCoeffs& k) {
+                              const ops::GeluProgram& program) {
+    const PolyCoeffs& k = program.k;
     if (const PolyCoeffs* p = packed_path(x, k)) {
       C10_CUDA_CHECK(cuda::backward_packed_bf16(g.const_data_ptr(), x.const_data_ptr(),
                                                 out.data_ptr(), x.numel(), *p,

@@ -1,6 +1,6 @@
-// CUDA kernels of turbogelu: a grid-stride streaming loop around the shared per-element
-// template (kernels/include/turbogelu/poly_eval.h), so the GPU runs the same sequence of
-// roundings as the CPU kernels and the numpy replay:
+// GELU's CUDA kernels: a grid-stride streaming loop around the shared per-element
+// template (kernels/include/turbogelu/family_eval.h's gelu_forward), so the GPU runs the same
+// sequence of roundings as the CPU kernels and the numpy replay:
 //
 //   forward   gelu(x)  ~ x * (1/2 + x P(z))   for |x| <= R;  x for x > R;  -0.0 for x < -R
 //   backward  gelu'(x) ~ 1/2 + x Q(z)         for |x| <= R;  1 for x > R;  0 for x < -R
@@ -48,15 +48,17 @@ std::atomic<int> last_blocks{0}, last_per_sm{0}, last_sms{0};
 
 // GELU's element function: forward gelu(x) from in = {x}; backward g * gelu'(x) from
 // in = {x, g} (x first: the order GELU's loop has always loaded and widened them in).
+// The coefficient set as family_eval.h's program (gelu_as_program: the tails of each
+// direction), built once per thread from the kernel's parameter.
 template <int N, Scheme S, bool Backward>
 struct GeluFn {
-  const PolyCoeffs& k;
+  FamilyProgram p;
   template <class A>
   __device__ __forceinline__ Vals<A, 1> operator()(const Vals<A, Backward ? 2 : 1>& in) const {
     if constexpr (Backward)
-      return {gelu_backward<N, S>(in.v[1], in.v[0], k)};
+      return {gelu_backward<N, S>(in.v[1], in.v[0], p)};
     else
-      return {gelu_forward<N, S>(in.v[0], k)};
+      return {gelu_forward<N, S>(in.v[0], p)};
   }
 };
 
@@ -66,9 +68,11 @@ template <class T, int N, Scheme S, bool Backward>
 __global__ void __launch_bounds__(kThreads)
     gelu_kernel(const T* g, const T* x, T* out, int64_t n, const __grid_constant__ PolyCoeffs k) {
   if constexpr (Backward)
-    elementwise(Operands<T, 2, 1>{{x, g}, {out}}, n, GeluFn<N, S, true>{k});
+    elementwise(Operands<T, 2, 1>{{x, g}, {out}}, n,
+                GeluFn<N, S, true>{gelu_as_program(k, 0.0f, 1.0f)});
   else
-    elementwise(Operands<T, 1, 1>{{x}, {out}}, n, GeluFn<N, S, false>{k});
+    elementwise(Operands<T, 1, 1>{{x}, {out}}, n,
+                GeluFn<N, S, false>{gelu_as_program(k, -0.0f, 0.0f)});
 }
 
 template <class T, int N, Scheme S, bool Backward>

@@ -136,7 +136,7 @@ def _cells_lines(cells: dict | None) -> list[str]:
 
     lines = [
         "",
-        "// Cells: the CPU's table-driven program (poly_eval.h's gelu_forward_cells), a cubic in",
+        "// Cells: the CPU's table-driven program (family_eval.h's cells_eval), a cubic in",
         f"// each of 32 cells: {cells_mod.COMMAND} -> data/specs/cells/*.json.",
         "// Errors of the float32 program over the same grid plus every float32 within",
         f"// {specmod.NEAR_CLAMP} of +-R and +-clamp.",
@@ -509,12 +509,16 @@ def _family_op_lists() -> list[str]:
     """family.h's op lists from the table of functions (turbogelu/_table.py)."""
     ops = [f"  X({o.name}, {o.program}, {o.kind})" for o in _table.OPS]
     from_output = " ".join(f"X({name})" for name in _table.names(from_output=True))
+    gelu = " ".join(f"X({o.name}, {o.program}, {o.kind})" for o in _table.GELU)
     return [
         "// The ops (turbogelu/_table.py), X(op, function whose programs it runs, kind), and",
         "// those whose autograd default differentiates from the saved result (family.h).",
         "#define TG_FAMILY_OPS(X) \\",
         " \\\n".join(ops),
         "#define TG_FROM_OUTPUT_OPS(X) " + from_output,
+        "// GELU's programs, rows of the kernels' table after the ops above (family.h):",
+        "// approximate='none' and 'tanh' of the one op gelu, whose schema is its own.",
+        "#define TG_GELU_OPS(X) " + gelu,
         "",
     ]
 

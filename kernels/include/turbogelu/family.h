@@ -9,12 +9,19 @@
 //   TG_FROM_OUTPUT_OPS(X): X(op) for the ops whose autograd default differentiates from the
 //     saved result y rather than from x (from_output below: two to four multiplies an
 //     element, PyTorch's formulas); the CPU has kernels for them (<op>_backward_from_output).
+//   TG_GELU_OPS(X): GELU's two programs (approximate='none' and 'tanh'), rows of the same
+//     kernel table after the ops above; the one op gelu picks its row (its schema and
+//     semantics: ops_common.h). Their programs come from gelu_coeffs.h, below.
 // Adding a function is a row of that table and its spec (data/specs/<function>/).
 #pragma once
 
 #include <type_traits>
 
 #include "turbogelu/family_coeffs.h"
+#include "turbogelu/gelu_coeffs.h"
+
+// Every row of the kernels' table: the family's ops, then GELU's programs.
+#define TG_KERNEL_OPS(X) TG_FAMILY_OPS(X) TG_GELU_OPS(X)
 
 namespace turbogelu {
 
@@ -22,19 +29,46 @@ enum class Kind : int { Plain, Scaled, Gated };
 
 enum FamilyOp : int {
 #define TG_ENUM(op, fn, kind) kFamily_##op,
-  TG_FAMILY_OPS(TG_ENUM)
+  TG_KERNEL_OPS(TG_ENUM)
 #undef TG_ENUM
       kNumFamilyOps
 };
 
-// Each op's kind, at compile time (registrations that differ by kind: kernels/cpu/family_ops.cpp).
+// Each op's kind, at compile time (registrations that differ by kind: kernels/cpu/ops.cpp).
 constexpr Kind kind_of(FamilyOp op) {
 #define TG_KIND_OF(o, fn, k) \
   if (op == kFamily_##o) return Kind::k;
-  TG_FAMILY_OPS(TG_KIND_OF)
+  TG_KERNEL_OPS(TG_KIND_OF)
 #undef TG_KIND_OF
   return Kind::Plain;
 }
+
+// GELU's programs as the family's (gelu_coeffs.h's sets, whose form is family_eval.h's with
+// P's variable in x^2 and the window on fl(x^2) <= fl(clamp^2)): the forward x/2 + x^2 P
+// (XHalfPlusEven: x above, -0.0 below), the derivative 1/2 + x Q (HalfPlusOdd: 1 above,
+// 0 below). GELU has no paper-tier program: that tier's names alias the accurate one's and
+// are not shipped (the op never asks for them).
+namespace coeffs {
+#define TG_GELU_PROGRAMS(op, fn, kind)                                                           \
+  inline constexpr FamilyProgram fn##_accurate_forward =                                         \
+      gelu_as_program(fn##_forward, -0.0f, 0.0f);                                                \
+  inline constexpr FamilyProgram fn##_accurate_backward_direct =                                 \
+      gelu_as_program(fn##_backward_direct, 0.0f, 1.0f);                                         \
+  inline constexpr FamilyProgram fn##_accurate_backward_matched =                                \
+      gelu_as_program(fn##_backward_matched, 0.0f, 1.0f);                                        \
+  inline constexpr bool fn##_accurate_default_backward_is_direct =                               \
+      fn##_default_backward_is_direct;                                                           \
+  inline constexpr bool fn##_accurate_shipped = true;                                            \
+  inline constexpr FamilyProgram fn##_paper_forward = fn##_accurate_forward;                     \
+  inline constexpr FamilyProgram fn##_paper_backward_direct = fn##_accurate_backward_direct;     \
+  inline constexpr FamilyProgram fn##_paper_backward_matched = fn##_accurate_backward_matched;   \
+  inline constexpr bool fn##_paper_default_backward_is_direct = fn##_default_backward_is_direct; \
+  inline constexpr bool fn##_paper_shipped = false;                                              \
+  inline constexpr FamilyCells fn##_family_cells = {                                             \
+      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells};
+TG_GELU_OPS(TG_GELU_PROGRAMS)
+#undef TG_GELU_PROGRAMS
+}  // namespace coeffs
 
 // The tiers (data/specs/<function>/<tier>.json): "accurate", the default, and "paper", the
 // source paper's Table 2 programs.
@@ -44,6 +78,7 @@ enum Tier : int { kTier_accurate = 0, kTier_paper = 1, kNumTiers = 2 };
 // shapes::<function>_<tier>::{ff, nf, yf} (forward form, coefficients, variable from x^2)
 // and {fd, nd, yd} (the derivative's).
 namespace shapes {
+// w: the window decided on fl(x^2) (GELU's programs) rather than on |x|.
 #define TG_SHAPE(fn, tier, Ff, Df, Yf, Fd, Dd, Yd) \
   struct fn##_##tier {                             \
     static constexpr bool cells = false;           \
@@ -53,9 +88,31 @@ namespace shapes {
     static constexpr Form fd = Form::Fd;           \
     static constexpr int nd = Dd + 1;              \
     static constexpr bool yd = Yd;                 \
+    static constexpr bool w = false;               \
   };
 TG_FAMILY_SHAPES(TG_SHAPE)
 #undef TG_SHAPE
+#define TG_GELU_SHAPE(op, fn, kind)                                                            \
+  struct fn##_accurate {                                                                       \
+    static constexpr bool cells = false;                                                       \
+    static constexpr Form ff = Form::XHalfPlusEven;                                            \
+    static constexpr int nf = coeffs::fn##_forward.degree + 1;                                 \
+    static constexpr bool yf = true;                                                           \
+    static constexpr Form fd = Form::HalfPlusOdd;                                              \
+    static constexpr int nd = coeffs::fn##_backward_direct.degree + 1;                         \
+    static constexpr bool yd = true;                                                           \
+    static constexpr bool w = true;                                                            \
+    static_assert(coeffs::fn##_backward_direct.degree == coeffs::fn##_backward_matched.degree, \
+                  "the kernels evaluate both derivatives at one degree");                      \
+  };                                                                                           \
+  using fn##_paper = fn##_accurate;                                                            \
+  struct fn##_cells {                                                                          \
+    static constexpr bool cells = true;                                                        \
+    static constexpr CellForm ff = CellForm::XTimes;                                           \
+    static constexpr CellForm fd = CellForm::Signed;                                           \
+  };
+TG_GELU_OPS(TG_GELU_SHAPE)
+#undef TG_GELU_SHAPE
 // The cells programs' shapes (CPU only): shapes::<function>_cells, forms of family_eval.h's
 // CellForm; declared for every function, defined for those with cells programs.
 #define TG_CELLS_DECLARE(fn, ...) struct fn##_cells;
@@ -94,8 +151,8 @@ constexpr int kFamilyTableSize = int{kNumFamilyOps} * (int{kNumTiers} + 1);
 
 inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
   static const FamilyOpInfo table[int{kNumFamilyOps} * int{kNumTiers}] = {
-#define TG_INFO_TIER(op, fn, kind, tier, cells_of)   \
-  {#op,                                              \
+#define TG_INFO_TIER(name, fn, kind, tier, cells_of) \
+  {name,                                             \
    Kind::kind,                                       \
    &coeffs::fn##_##tier##_forward,                   \
    &coeffs::fn##_##tier##_backward_direct,           \
@@ -103,10 +160,16 @@ inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
    coeffs::fn##_##tier##_default_backward_is_direct, \
    cells_of,                                         \
    coeffs::fn##_##tier##_shipped},
-#define TG_INFO(op, fn, kind)                                     \
-  TG_INFO_TIER(op, fn, kind, accurate, coeffs::fn##_family_cells) \
-  TG_INFO_TIER(op, fn, kind, paper, FamilyCells{})
+#define TG_INFO(op, fn, kind)                                      \
+  TG_INFO_TIER(#op, fn, kind, accurate, coeffs::fn##_family_cells) \
+  TG_INFO_TIER(#op, fn, kind, paper, FamilyCells{})
       TG_FAMILY_OPS(TG_INFO)
+  // GELU's rows: the op's name is gelu whichever program runs (its errors name it).
+#define TG_GELU_INFO(op, fn, kind)                                    \
+  TG_INFO_TIER("gelu", fn, kind, accurate, coeffs::fn##_family_cells) \
+  TG_INFO_TIER("gelu", fn, kind, paper, FamilyCells{})
+          TG_GELU_OPS(TG_GELU_INFO)
+#undef TG_GELU_INFO
 #undef TG_INFO
 #undef TG_INFO_TIER
   };

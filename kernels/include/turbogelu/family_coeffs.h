@@ -268,3 +268,6 @@ inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
   X(exp2, exp2, Plain) \
   X(softplus, softplus, Plain)
 #define TG_FROM_OUTPUT_OPS(X) X(sigmoid) X(tanh) X(softcap) X(exp2)
+// GELU's programs, rows of the kernels' table after the ops above (family.h):
+// approximate='none' and 'tanh' of the one op gelu, whose schema is its own.
+#define TG_GELU_OPS(X) X(gelu_none, gelu_none, Plain) X(gelu_tanh, gelu_tanh, Plain)

@@ -1,5 +1,5 @@
 // The activation family's operator semantics, shared by every backend (CPU:
-// kernels/cpu/family_ops.cpp): argument checks, the choice of programs, output layout, out=
+// kernels/cpu/ops.cpp): argument checks, the choice of programs, output layout, out=
 // and in-place handling, for the three kinds of op of family.h. A backend supplies its device
 // check and guard (as for ops_common.h's GeluOps) and three launchers over flat memory:
 //   launch_unary(op, tier, x, out, call)                Plain / Scaled forward

@@ -1,13 +1,14 @@
-// The per-element math of the activation family (sigmoid, tanh, SiLU, and through them
-// softcap and SwiGLU): one program shape for every function and direction, shared by the CPU
-// instruction sets and CUDA like poly_eval.h's GELU.
+// The per-element math of every function (GELU; sigmoid, tanh, SiLU, softplus, exp2, and
+// through them softcap and SwiGLU): one program shape for every function and direction, shared
+// by the CPU instruction sets and CUDA, over poly_eval.h's building blocks.
 //
 //   u = |x|,  v = u (or fl(u*u): "in x^2"),  z = fma(v, scale, -1) in [-1, 1] on the window
 //   |x| <= clamp,  p = P(z) (Horner), then the function's reconstruction (its symmetry
 //   reduction, turbogelu/approx/targets.py):
 //     HalfPlusOdd    fma(x, p, 1/2)          sigmoid = 1/2 + odd; SiLU' and GELU' likewise
 //     Odd            x * p                   tanh
-//     XHalfPlusEven  x * fma(x, p, 1/2)      SiLU = x/2 + x^2 p (x^2 = u^2: the residual is even)
+//     XHalfPlusEven  x * fma(x, p, 1/2)      SiLU = x/2 + x^2 p (x^2 = u^2: the residual is
+//                                            even); GELU likewise, with p in x^2
 //     XHalfPlus      fl(x * 1/2) + p         SiLU = x/2 + P(x^2) (the paper tier's form),
 //                                            softplus = x/2 + P(u)
 //     Even           p                       sigmoid', tanh'
@@ -19,7 +20,7 @@
 //   floors (r < 0 ? +0 : r, which keeps NaN) keep the sign of functions whose small values lie
 //   under the error bound (turbogelu/approx/targets.py's Target.nonnegative).
 //
-// Why |x| and not x^2 as GELU's kernels: these functions have poles at +-i pi or +-i pi/2 and
+// Why |x| and not x^2 as GELU's programs: these functions have poles at +-i pi or +-i pi/2 and
 // must follow the function out to a clamp of 5.6-13; in x^2 the pole sits just left of the
 // interval and the fit needs degrees 16-26, in |x| 11-13 do (turbogelu/approx/
 // family_programs.py). The window is decided on u itself: NaN compares false and stays in the
@@ -44,8 +45,9 @@ enum class Form : int {
   XHalfPlusNonNeg = 8
 };
 
-// One fitted program of the family; the generated family_coeffs.h holds the shipped ones.
-// The Exp2 forms use degree and c only (their window is the format's: Exp2Limits).
+// One fitted program of the family; the generated family_coeffs.h holds the shipped ones (and
+// family.h GELU's, from gelu_coeffs.h). The Exp2 forms use degree and c only (their window is
+// the format's: Exp2Limits).
 struct FamilyProgram {
   int degree;   // P has degree + 1 coefficients (a shorter program padded with leading zeros)
   float clamp;  // the polynomial is used on |x| <= clamp
@@ -62,7 +64,11 @@ enum class CellForm : int {
   HalfPlusOdd = 0,   // 1/2 + copysign(p, x)             sigmoid, SiLU'
   XHalfPlusOdd = 1,  // max(x, -clamp) (1/2 + copysign(p, x))   SiLU
   Even = 2,          // p                                 sigmoid', tanh'
-  Odd = 3            // copysign(p, x)                    tanh (and softcap through it)
+  Odd = 3,           // copysign(p, x)                    tanh (and softcap through it)
+  // GELU's cells are over x itself, not |x| (turbogelu/approx/cells.py): xc = max(x, -clamp),
+  // xi = min(xc, clamp), p the cubic of xi's cell;
+  XTimes = 4,  // xc p                                    GELU (p ~ gelu(x) / x)
+  Signed = 5   // p                                       GELU' (p ~ gelu'(x))
 };
 struct FamilyCells {
   const CellTable* forward;
@@ -73,7 +79,7 @@ struct FamilyCells {
 // What one call of a family op evaluates: the function's program `f`, the derivative's `d`
 // (direct or matched, chosen by the caller), and softcap's scales (x * inv, then cap * t);
 // `fcells` and `dcells` the same choice among the cells programs (null where there are none:
-// the CPU runs them when asked to, kernels/cpu/family_ops.cpp).
+// the CPU runs them when asked to, kernels/cpu/ops.cpp).
 struct FamilyCall {
   FamilyProgram f;
   FamilyProgram d;
@@ -87,6 +93,14 @@ struct FamilyCall {
 struct FamilyCellsCall : FamilyCall {
   CellTable ft, dt;
 };
+
+// A GELU coefficient set (poly_eval.h's PolyCoeffs) as a program with the given tails
+// (gelu_forward below; family.h's GELU rows).
+TG_HD constexpr FamilyProgram gelu_as_program(const PolyCoeffs& k, float below, float above) {
+  FamilyProgram p{k.degree, k.clamp, k.scale, below, above, {}};
+  for (int i = 0; i < kMaxCoeffs; ++i) p.c[i] = k.c[i];
+  return p;
+}
 
 inline namespace TG_ISA_NAMESPACE {
 
@@ -187,15 +201,25 @@ TG_HD TG_INLINE V exp2_eval(V x, const FamilyProgram& k) {
   return tg_mul(tg_mul(p, s.lo), s.hi);
 }
 
-// f(x) by the program k of shape (F, N = degree + 1, Y: P's variable made from x^2).
-template <Form F, int N, bool Y, class V>
+// f(x) by the program k of shape (F, N = degree + 1, Y: P's variable made from x^2), P by
+// scheme S (Horner in every shipped kernel; Estrin is the benchmark's, through GELU's
+// run-time-coefficient kernels). W: the window is decided on v = fl(x^2) <= fl(clamp^2)
+// rather than on |x| <= clamp (GELU's programs, whose variable is x^2 and whose specs were
+// fitted and proven with that window: it differs from |x|'s on the few float32 just above
+// the clamp whose squares round down to fl(clamp^2)).
+template <Form F, int N, bool Y, bool W = false, Scheme S = Scheme::Horner, class V>
 TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
+  static_assert(Y || !W, "the window on x^2 needs P's variable in x^2");
   if constexpr (F == Form::Exp2Nearest || F == Form::Exp2Floor) return exp2_eval<F, N>(x, k);
-  const V u = tg_abs(x);
-  V v = u;
-  if constexpr (Y) v = tg_mul(u, u);
+  // v = |x|, or fl(x*x) (= fl(|x| |x|): one operation fewer than through |x|)
+  V v;
+  if constexpr (Y) {
+    v = tg_mul(x, x);
+  } else {
+    v = tg_abs(x);
+  }
   const V z = tg_fma(v, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
-  const V p = eval_poly<N, Scheme::Horner>(z, k.c);
+  const V p = eval_poly<N, S>(z, k.c);
   V r;
   if constexpr (F == Form::HalfPlusOdd) {
     r = tg_fma(x, p, tg_splat(V{}, 0.5f));
@@ -214,7 +238,8 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
     const V zero = tg_splat(V{}, 0.0f);
     r = tg_select(tg_lt(r, zero), zero, r);
   }
-  const auto outside = tg_gt(u, tg_splat(V{}, k.clamp));
+  const V clamp = tg_splat(V{}, k.clamp);
+  const auto outside = W ? tg_gt(v, tg_mul(clamp, clamp)) : tg_gt(Y ? tg_abs(x) : v, clamp);
   if constexpr (F == Form::XHalfPlusEven || F == Form::XHalfPlus) {
     return tg_tail_select(outside, x, r);  // max(x, -0.0): x beyond +clamp, -0.0 below -clamp
   } else if constexpr (F == Form::XHalfPlusNonNeg) {
@@ -228,12 +253,37 @@ TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
   }
 }
 
+// GELU's programs for a coefficient set given as PolyCoeffs (the run-time-coefficient kernels:
+// kernels/cpu/loops.h, CUDA's gelu_kernels.cu), P by scheme S:
+//   forward   x (1/2 + x P(z)) on fl(x^2) <= fl(R^2); x above, -0.0 below   (XHalfPlusEven)
+//   backward  grad (1/2 + x Q(z)) there; grad * 1 above, grad * 0 below     (HalfPlusOdd)
+// with z = fma(x^2, scale, -1) (gelu_as_program: the set with those tails). x * fma(x, P, 1/2)
+// rather than fma(x*x, P, x/2) keeps gelu(-0.0) = -0.0 and full relative accuracy for tiny |x|; the
+// gradient is always multiplied (never a selected zero), so a NaN gradient stays NaN in the clamped
+// tail.
+template <int N, Scheme S, class V>
+TG_HD TG_INLINE V gelu_forward(V x, const FamilyProgram& f) {
+  return family_eval<Form::XHalfPlusEven, N, true, true, S>(x, f);
+}
+template <int N, Scheme S, class V>
+TG_HD TG_INLINE V gelu_backward(V grad, V x, const FamilyProgram& d) {
+  return tg_mul(grad, family_eval<Form::HalfPlusOdd, N, true, true, S>(x, d));
+}
+
 // The cells programs (CPU only): u = min(|x|, clamp) (NaN stays), p = the cubic of u's cell,
 // then the form. 1/2 + copysign(p, x) is exactly 1 or 0 in the constant cell (p = 1/2), and
 // 1/2 at x = +-0 (cell 0 has no constant term); SiLU's max(x, -clamp) * 0 is -0.0 below;
 // tanh's copysign(p, x) is +-1 there and keeps -0.0 and the subnormals (p = c1 u near 0).
 template <CellForm F, class V>
 TG_INLINE V cells_eval(V x, const CellTable& t) {
+  if constexpr (F == CellForm::XTimes || F == CellForm::Signed) {
+    // GELU's: cell 0 and 1 are zero (x <= -clamp: forward -0.0, derivative 0), cell 31 the
+    // constant 1 (x >= clamp: forward x, +inf included; derivative 1).
+    const V xc = tg_clamp_below(x, tg_splat(V{}, -t.clamp));
+    const V p = cells_poly(tg_clamp_above(xc, tg_splat(V{}, t.clamp)), t);
+    if constexpr (F == CellForm::XTimes) return tg_mul(xc, p);
+    return p;
+  }
   const V u = tg_clamp_above(tg_abs(x), tg_splat(V{}, t.clamp));
   const V p = cells_poly(u, t);
   if constexpr (F == CellForm::Even) {
@@ -260,7 +310,7 @@ TG_HD TG_INLINE V forward_of(V x, const C& c) {
   if constexpr (S::cells) {
     return cells_eval<S::ff>(x, c.ft);
   } else {
-    return family_eval<S::ff, S::nf, S::yf>(x, c.f);
+    return family_eval<S::ff, S::nf, S::yf, S::w>(x, c.f);
   }
 }
 template <class S, class V, class C>
@@ -268,7 +318,7 @@ TG_HD TG_INLINE V derivative_of(V x, const C& c) {
   if constexpr (S::cells) {
     return cells_eval<S::fd>(x, c.dt);
   } else {
-    return family_eval<S::fd, S::nd, S::yd>(x, c.d);
+    return family_eval<S::fd, S::nd, S::yd, S::w>(x, c.d);
   }
 }
 template <class S, class V, class C>

@@ -67,7 +67,7 @@ inline constexpr PolyCoeffs gelu_tanh_backward_packed_bf16 = {
     6, 0x1.cp+1f, 0x1.4ep-3f,
     {0x1.bep-3f, -0x1.32p-3f, 0x1.2p-3f, -0x1.b2p-4f, 0x1.52p-4f, -0x1.26p-4f, 0x1.eap-6f}};
 
-// Cells: the CPU's table-driven program (poly_eval.h's gelu_forward_cells), a cubic in
+// Cells: the CPU's table-driven program (family_eval.h's cells_eval), a cubic in
 // each of 32 cells: python -m turbogelu.approx.cells -> data/specs/cells/*.json.
 // Errors of the float32 program over the same grid plus every float32 within
 // 0.001 of +-R and +-clamp.

@@ -1,4 +1,4 @@
-// The operator semantics every backend shares (CPU in kernels/cpu/gelu_ops.cpp, CUDA in
+// GELU's operator semantics, which every backend shares (CPU in kernels/cpu/ops.cpp, CUDA in
 // kernels/cuda/gelu_cuda.cpp): argument checks, coefficient choice, output layout, out= and
 // in-place handling. A backend supplies only its device check, a device guard and two
 // launchers over flat memory; so CPU and CUDA cannot drift apart in what they accept or return.
@@ -12,7 +12,7 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
 
-#include "turbogelu/gelu_coeffs.h"
+#include "turbogelu/family.h"
 
 namespace turbogelu {
 
@@ -32,11 +32,21 @@ inline bool is_tanh(c10::string_view approximate) {
   return approximate == "tanh";
 }
 
-inline const PolyCoeffs& forward_coeffs(c10::string_view approximate) {
-  return is_tanh(approximate) ? coeffs::gelu_tanh_forward : coeffs::gelu_none_forward;
+// What one call of a GELU op runs: its coefficient set (gelu_coeffs.h: the polynomial every
+// backend has; CUDA's packed path is chosen from it) and the same program as a row of the
+// kernels' table (family.h's TG_GELU_OPS: the CPU runs it through the family's kernels).
+struct GeluProgram {
+  const PolyCoeffs& k;
+  FamilyOp row;
+  bool direct;  // the derivative: a fit of GELU' (else the forward's own derivative)
+};
+
+inline GeluProgram forward_program(c10::string_view approximate) {
+  if (is_tanh(approximate)) return {coeffs::gelu_tanh_forward, kFamily_gelu_tanh, true};
+  return {coeffs::gelu_none_forward, kFamily_gelu_none, true};
 }
 
-inline const PolyCoeffs& backward_coeffs(c10::string_view approximate, c10::string_view backward) {
+inline GeluProgram backward_program(c10::string_view approximate, c10::string_view backward) {
   TORCH_CHECK_VALUE(backward == "default" || backward == "direct" || backward == "matched",
                     "turbogelu: backward must be 'default', 'direct' or 'matched', got '", backward,
                     "'");
@@ -45,8 +55,12 @@ inline const PolyCoeffs& backward_coeffs(c10::string_view approximate, c10::stri
   if (backward == "default")
     direct = tanh ? coeffs::gelu_tanh_default_backward_is_direct
                   : coeffs::gelu_none_default_backward_is_direct;
-  if (tanh) return direct ? coeffs::gelu_tanh_backward_direct : coeffs::gelu_tanh_backward_matched;
-  return direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched;
+  const FamilyOp row = tanh ? kFamily_gelu_tanh : kFamily_gelu_none;
+  if (tanh)
+    return {direct ? coeffs::gelu_tanh_backward_direct : coeffs::gelu_tanh_backward_matched, row,
+            direct};
+  return {direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched, row,
+          direct};
 }
 
 inline void check_dtype(const at::Tensor& t, const char* op) {
@@ -85,9 +99,9 @@ inline at::Tensor result_buffer(const at::Tensor& out, const at::Tensor& x) {
 //   static void check_device(const at::Tensor& t, const at::Tensor& x, const char* op,
 //                            const char* what);   // t is where this kernel runs (x's device)
 //   struct Guard { explicit Guard(const at::Tensor& x); };   // e.g. a CUDA device guard
-//   static void launch_forward(const at::Tensor& x, const at::Tensor& out, const PolyCoeffs&);
+//   static void launch_forward(const at::Tensor& x, const at::Tensor& out, const GeluProgram&);
 //   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
-//                               const PolyCoeffs&);
+//                               const GeluProgram&);
 // The launchers get tensors of one supported dtype sharing one dense layout.
 template <class B>
 struct GeluOps {
@@ -95,8 +109,8 @@ struct GeluOps {
                          c10::string_view backward) {
     B::check_device(x, x, "gelu", "x");
     check_dtype(x, "gelu");
-    const PolyCoeffs& k = forward_coeffs(approximate);
-    backward_coeffs(approximate, backward);  // validate it here too, not only at backward time
+    const GeluProgram k = forward_program(approximate);
+    backward_program(approximate, backward);  // validate it here too, not only at backward time
     typename B::Guard guard(x);
     at::Tensor out = at::empty_like(x);
     B::launch_forward(in_layout_of(x, out), out, k);
@@ -109,7 +123,7 @@ struct GeluOps {
     check_dtype(x, "gelu");
     TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu: out has dtype ",
                      out.scalar_type(), " but x has dtype ", x.scalar_type());
-    const PolyCoeffs& k = forward_coeffs(approximate);
+    const GeluProgram k = forward_program(approximate);
     check_out_shape(out, x, "gelu");
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, x);
@@ -139,7 +153,7 @@ struct GeluOps {
   static at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& x,
                                   c10::string_view approximate, c10::string_view backward) {
     check_backward_args(grad, x);
-    const PolyCoeffs& k = backward_coeffs(approximate, backward);
+    const GeluProgram k = backward_program(approximate, backward);
     typename B::Guard guard(x);
     at::Tensor out = at::empty_like(x);
     B::launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
@@ -154,7 +168,7 @@ struct GeluOps {
     TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(),
                      "turbogelu.gelu_backward: out has dtype ", out.scalar_type(),
                      " but x has dtype ", x.scalar_type());
-    const PolyCoeffs& k = backward_coeffs(approximate, backward);
+    const GeluProgram k = backward_program(approximate, backward);
     check_out_shape(out, x, "gelu_backward");
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, x);

@@ -1,19 +1,13 @@
-// The per-element math of every turbogelu kernel (CPU scalar and SIMD, CUDA, generated Metal).
+// The building blocks of every turbogelu kernel's per-element math (CPU scalar and SIMD,
+// CUDA): the coefficient and cell-table types, the scalar overloads (fma, mul, splat,
+// compare, select) that SIMD wrappers in kernels/cpu provide for their vectors, P(z) by
+// Horner or Estrin, and the cells' cubic lookup. The programs built from them, GELU's
+// included, are family_eval.h's forms.
 //
-//   forward   gelu(x)  ~ x * (1/2 + x P(z))   for |x| <= R;  x for x > R;  -0.0 for x < -R
-//   backward  gelu'(x) ~ 1/2 + x Q(z)         for |x| <= R;  1 for x > R;  0 for x < -R
-//   with y = x*x, z = fma(y, scale, -1) in [-1, 1] and P(z) = sum_k c[k] z^k.
-//
-// Why this shape: GELU is x/2 plus an even function, so one polynomial in x^2 covers both
-// signs. P is written in z rather than y: the monomials in y on [0, R^2] cancel in float32,
-// the ones in z do not (turbogelu/approx/fit.py). x * fma(x, P, 1/2) rather than
-// fma(x*x, P, x/2) keeps gelu(-0.0) = -0.0 and keeps full relative accuracy for tiny |x|.
-// Comparisons with NaN are false, so NaN falls through to the polynomial and stays NaN.
-//
-// The templates are written once over a value type V with a handful of overloads (fma, mul,
-// splat, compare, select): float and double here, SIMD wrappers in kernels/cpu, and the
-// same code compiles as __host__ __device__ for CUDA. turbogelu/approx/replay.py replays this
-// exact sequence of roundings in numpy, and the tests compare the two bit for bit.
+// The templates are written once over a value type V: float and double here, SIMD wrappers
+// in kernels/cpu, and the same code compiles as __host__ __device__ for CUDA.
+// turbogelu/approx/replay.py replays the programs' exact sequence of roundings in numpy, and
+// the tests compare the two bit for bit.
 #pragma once
 
 #include <cmath>
@@ -45,7 +39,9 @@ namespace turbogelu {
 // Upper bound on the number of coefficients a kernel accepts (degree <= 16).
 constexpr int kMaxCoeffs = 17;
 
-// One fitted coefficient set; the generated gelu_coeffs.h holds the shipped ones.
+// One fitted coefficient set of GELU's form (family_eval.h's gelu_forward: x/2 + x^2 P(z) and
+// 1/2 + x Q(z), z = fma(x^2, scale, -1)); the generated gelu_coeffs.h holds the shipped ones,
+// and the run-time-coefficient kernels (poly_gelu) take any of a compiled degree.
 struct PolyCoeffs {
   int degree;   // P has degree + 1 coefficients
   float clamp;  // R: the polynomial is used on |x| <= R
@@ -58,7 +54,7 @@ struct PolyCoeffs {
 // assumed.
 enum class Scheme { Horner, Estrin };
 
-// The table of the CPU's "cells" kernel (gelu_forward_cells below; turbogelu/approx/cells.py).
+// The table of one of the CPU's "cells" programs (cells_poly below; family_eval.h's cells_eval).
 constexpr int kCells = 32;
 constexpr int kCellCoeffs = 4;  // cubic in each cell
 
@@ -140,56 +136,12 @@ TG_HD TG_INLINE V eval_poly(V z, const float* c) {
   }
 }
 
-// The window |x| <= R is decided on y = fl(x*x) <= fl(R*R): y is computed anyway, one
-// comparison covers both signs, and NaN compares false (so it stays in the polynomial and
-// stays NaN). turbogelu/approx/replay.py decides it the same way.
-template <class V>
-struct Bracket {
-  V y;      // x*x
-  V inner;  // 1/2 + x P(z)
-};
-
-template <int N, Scheme S, class V>
-TG_HD TG_INLINE Bracket<V> gelu_bracket(V x, const PolyCoeffs& k) {
-  const V y = tg_mul(x, x);
-  const V z = tg_fma(y, tg_splat(V{}, k.scale), tg_splat(V{}, -1.0f));
-  const V p = eval_poly<N, S>(z, k.c);
-  return {y, tg_fma(x, p, tg_splat(V{}, 0.5f))};
-}
-
-template <class V>
-TG_HD TG_INLINE V clamp_sq(V, const PolyCoeffs& k) {
-  const V r = tg_splat(V{}, k.clamp);
-  return tg_mul(r, r);  // hoisted out of the loops by the compiler
-}
-
-// Forward: x * (1/2 + x P(z)) inside; outside, max(x, -0.0) = x for x > R, -0.0 for x < -R.
-template <int N, Scheme S, class V>
-TG_HD TG_INLINE V gelu_forward(V x, const PolyCoeffs& k) {
-  const Bracket<V> b = gelu_bracket<N, S>(x, k);
-  return tg_tail_select(tg_gt(b.y, clamp_sq(x, k)), x, tg_mul(x, b.inner));
-}
-
-// Backward: grad * (1/2 + x Q(z)) inside; grad * 1 for x > R, grad * 0 for x < -R.
-template <int N, Scheme S, class V>
-TG_HD TG_INLINE V gelu_backward(V grad, V x, const PolyCoeffs& k) {
-  const Bracket<V> b = gelu_bracket<N, S>(x, k);
-  const V step = tg_select(tg_gt(x, tg_splat(V{}, 0.0f)), tg_splat(V{}, 1.0f), tg_splat(V{}, 0.0f));
-  const V d = tg_select(tg_gt(b.y, clamp_sq(x, k)), step, b.inner);
-  // Always multiply (never select a zero): a NaN gradient stays NaN in the clamped tail.
-  return tg_mul(grad, d);
-}
-
 // ---------------------------------------------------------------- cells (CPU)
 //
-// The table-driven program (turbogelu/approx/cells.py fits it and explains the layout):
-//   xc = max(x, -clamp), xi = min(xc, clamp), k = the cell of xi (32 cells),
-//   p = ((c3[k] xi + c2[k]) xi + c1[k]) xi + c0[k],
-//   forward xc * p (p ~ gelu(x)/x),  backward grad * p (p ~ gelu'(x)).
-// Cells 0-1 are zero (x <= -R: forward -0.0, backward 0), cell 31 is the constant 1
-// (x >= R: forward x, +inf included; backward grad). NaN passes both clamps and the
-// multiply-adds, whatever cell its bits pick. Four multiply-adds and four table lookups
-// instead of the polynomial's twelve operations.
+// The table-driven programs (turbogelu/approx/cells.py and family_cells.py fit them and
+// explain the layout): k = the cell of xi (32 cells), p = ((c3[k] xi + c2[k]) xi + c1[k]) xi
+// + c0[k], then the function's form (family_eval.h's cells_eval). Four multiply-adds and
+// four table lookups instead of a polynomial's twelve operations or more.
 // x < lo ? lo : x and x > hi ? hi : x: a NaN compares false and stays.
 template <class V>
 TG_HD TG_INLINE V tg_clamp_below(V x, V lo) {
@@ -227,21 +179,6 @@ TG_HD TG_INLINE V cells_poly(V xi, const CellTable& t) {
   p = tg_fma(p, xi, tg_lookup(xi, k, t.c[2]));
   p = tg_fma(p, xi, tg_lookup(xi, k, t.c[1]));
   return tg_fma(p, xi, tg_lookup(xi, k, t.c[0]));
-}
-
-template <class V>
-TG_HD TG_INLINE V gelu_forward_cells(V x, const CellTable& t) {
-  const V xc = tg_clamp_below(x, tg_splat(V{}, -t.clamp));
-  const V xi = tg_clamp_above(xc, tg_splat(V{}, t.clamp));
-  return tg_mul(xc, cells_poly(xi, t));
-}
-
-// Always multiply: a NaN gradient stays NaN in the tails (p = 0 there).
-template <class V>
-TG_HD TG_INLINE V gelu_backward_cells(V grad, V x, const CellTable& t) {
-  const V xc = tg_clamp_below(x, tg_splat(V{}, -t.clamp));
-  const V xi = tg_clamp_above(xc, tg_splat(V{}, t.clamp));
-  return tg_mul(grad, cells_poly(xi, t));
 }
 
 }  // namespace TG_ISA_NAMESPACE

@@ -1,7 +1,11 @@
-// The activation family's CPU operators (sigmoid, tanh, silu, softcap, swiglu; turbogelu/
-// family.h): family_common.h's semantics over the kernels of the instruction set the calling
-// thread runs, split over threads and stored exactly as GELU's are (dispatch.h), registered
-// by family_library.h; and the Autograd guards of the mutating forms, for every device.
+// The CPU operators of every function: GELU (ops_common.h's semantics; approximate= picks
+// one of its two rows of the kernels' table) and the activation family (sigmoid, tanh, silu,
+// softcap, swiglu, exp2, softplus; family_common.h's semantics, registered by
+// family_library.h), all over the family's kernels (family_loops.h, family_eval.h) of the
+// instruction set the calling thread runs, split over threads and stored alike (dispatch.h);
+// softmax by exp2; the from-output backwards; and the Autograd guards of the mutating forms,
+// for every device. GELU's run-time-coefficient kernels (loops.h; poly_ops.cpp's poly_gelu,
+// and the benchmark's Estrin scheme) are launched from here too.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/variable.h>
@@ -14,7 +18,9 @@
 #include <vector>
 
 #include "dispatch.h"
+#include "launch.h"
 #include "turbogelu/family_library.h"
+#include "turbogelu/ops_common.h"
 
 namespace turbogelu {
 namespace {
@@ -115,6 +121,78 @@ struct CpuFamilyBackend {
 };
 using T = at::Tensor;
 using S = c10::string_view;
+
+// ---------------------------------------------------------------- GELU
+// gelu(x) ~ x (1/2 + x P(z)), gelu'(x) ~ 1/2 + x Q(z), z = fma(x^2, 2/R^2, -1), |x| <= R
+// (gelu_coeffs.h, generated), or by default on AVX-512 CPUs (TURBOGELU_CPU_KERNEL=auto|poly|
+// cells) a cubic in each of 32 cells of x (turbogelu/approx/cells.py): its rows of the
+// kernels' table, run as every family op's. With the benchmark's Estrin scheme
+// (turbogelu_bench._set_poly_scheme) the run-time-coefficient kernels evaluate the same
+// coefficients instead (the shipped ops stay Horner's otherwise).
+
+// The run-time-coefficient kernels (loops.h's forward_any / backward_any): any compiled
+// degree, Horner or Estrin; never the cells.
+void launch_poly_forward(const T& x, const T& out, const PolyCoeffs& k) {
+  const int d = cpu::dtype_index_of(x, "gelu");
+  const cpu::KernelTable& table = cpu::current_kernel_table();
+  const auto fn = table.forward[d] != nullptr ? table.forward[d] : cpu::scalar_table().forward[d];
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const char* xp = static_cast<const char*>(x.const_data_ptr());
+  char* op = static_cast<char*>(out.data_ptr());
+  const int64_t es = x.element_size(), grain = cpu::parallel_grain();
+  const bool stream = cpu::stream_output(op, es, n, 2 * n * es, grain);
+  const Scheme s = current_scheme();
+  TORCH_CHECK(fn(xp, op, 0, k, s, false), "turbogelu: no kernel compiled for degree ", k.degree);
+  at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+    fn(xp + b * es, op + b * es, e - b, k, s, stream);
+  });
+}
+
+void launch_poly_backward(const T& g, const T& x, const T& out, const PolyCoeffs& k) {
+  const int d = cpu::dtype_index_of(x, "gelu_backward");
+  const cpu::KernelTable& table = cpu::current_kernel_table();
+  const auto fn =
+      table.backward[d] != nullptr ? table.backward[d] : cpu::scalar_table().backward[d];
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const char* gp = static_cast<const char*>(g.const_data_ptr());
+  const char* xp = static_cast<const char*>(x.const_data_ptr());
+  char* op = static_cast<char*>(out.data_ptr());
+  const int64_t es = x.element_size(), grain = cpu::parallel_grain();
+  const bool stream = cpu::stream_output(op, es, n, 3 * n * es, grain);
+  const Scheme s = current_scheme();
+  TORCH_CHECK(fn(gp, xp, op, 0, k, s, false), "turbogelu: no kernel compiled for degree ",
+              k.degree);
+  at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+    fn(gp + b * es, xp + b * es, op + b * es, e - b, k, s, stream);
+  });
+}
+
+// The family's call of a GELU program (its row's accurate tier, the derivative asked for).
+FamilyCall gelu_call(const ops::GeluProgram& p) {
+  Tier tier;
+  return ops::family_call(p.row, "accurate", p.direct ? "direct" : "matched", 1.0, &tier);
+}
+
+// ops::GeluOps' backend on the CPU.
+struct CpuGeluBackend {
+  static void check_device(const T& t, const T&, const char* op, const char* what) {
+    cpu::check_on_cpu(t, op, what);
+  }
+  struct Guard {
+    explicit Guard(const T&) {}
+  };
+  static void launch_forward(const T& x, const T& out, const ops::GeluProgram& p) {
+    if (current_scheme() == Scheme::Estrin) return launch_poly_forward(x, out, p.k);
+    CpuFamilyBackend::launch_unary(p.row, kTier_accurate, x, out, gelu_call(p));
+  }
+  static void launch_backward(const T& g, const T& x, const T& out, const ops::GeluProgram& p) {
+    if (current_scheme() == Scheme::Estrin) return launch_poly_backward(g, x, out, p.k);
+    CpuFamilyBackend::launch_binary(p.row, kTier_accurate, g, x, out, gelu_call(p));
+  }
+};
+using CpuGeluOps = ops::GeluOps<CpuGeluBackend>;
 
 // ---------------------------------------------------------------- softmax by exp2
 // In float32, per vector along dim: m = its max, e = exp2(fl(fl(x - m) log2(e))) by the exp2
@@ -238,8 +316,10 @@ void softcap_from_output_out(const T& grad, const T& y, double cap, const T& out
 }
 
 // ---------------------------------------------------------------- autograd guards
-// As GELU's (gelu_ops.cpp): the mutating forms have no derivative; refuse when a gradient
-// would be needed, run below autograd, and bump the version of what they write.
+// The mutating forms have no derivative formula. Rather than let autograd silently skip
+// them, refuse when a gradient would be needed, run them below autograd, and bump the version
+// counter of what they write, so that a tensor saved for another op's backward is caught if
+// it is overwritten.
 
 void refuse_grad(const std::string& what, std::initializer_list<const at::Tensor*> ts) {
   if (!at::GradMode::is_enabled()) return;
@@ -313,6 +393,19 @@ void softcap_backward_out_ag(const T& g, const T& x, double cap, S bw, S tier, c
   static const auto op = find_op<Sig>("turbogelu::softcap_backward", "out");
   below_autograd(op, "softcap_backward(out=)", {&g, &x, &out}, {&out}, g, x, cap, bw, tier, out);
 }
+void gelu_out_ag(const T& x, S approximate, const T& out) {
+  static const auto op = find_op<void(const T&, S, const T&)>("turbogelu::gelu", "out");
+  below_autograd(op, "gelu(out=)", {&x, &out}, {&out}, x, approximate, out);
+}
+void gelu_inplace_ag(const T& x, S approximate) {
+  static const auto op = find_op<void(const T&, S)>("turbogelu::gelu_", "");
+  below_autograd(op, "gelu_", {&x}, {&x}, x, approximate);
+}
+void gelu_backward_out_ag(const T& g, const T& x, S approximate, S bw, const T& out) {
+  using Sig = void(const T&, const T&, S, S, const T&);
+  static const auto op = find_op<Sig>("turbogelu::gelu_backward", "out");
+  below_autograd(op, "gelu_backward(out=)", {&g, &x, &out}, {&out}, g, x, approximate, bw, out);
+}
 void swiglu_out_ag(const T& a, const T& b, S tier, const T& out) {
   using Sig = void(const T&, const T&, S, const T&);
   static const auto op = find_op<Sig>("turbogelu::swiglu", "out");
@@ -352,7 +445,32 @@ void impl_plain_from_output_autograd(torch::Library& m, const std::string& op) {
 
 }  // namespace
 
+// Entry points for poly_ops.cpp (poly_gelu: coefficients given at run time), through the same
+// instruction set, scheme, grain and stores as the ops.
+namespace cpu {
+
+at::Tensor forward_with(const at::Tensor& x, const PolyCoeffs& k) {
+  cpu::check_on_cpu(x, "poly_gelu", "x");
+  at::Tensor out = at::empty_like(x);
+  launch_poly_forward(ops::in_layout_of(x, out), out, k);
+  return out;
+}
+
+at::Tensor backward_with(const at::Tensor& grad, const at::Tensor& x, const PolyCoeffs& k) {
+  CpuGeluOps::check_backward_args(grad, x);
+  at::Tensor out = at::empty_like(x);
+  launch_poly_backward(ops::in_layout_of(grad, out), ops::in_layout_of(x, out), out, k);
+  return out;
+}
+
+}  // namespace cpu
+
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
+  m.impl("gelu", &CpuGeluOps::gelu);
+  m.impl("gelu.out", &CpuGeluOps::gelu_out);
+  m.impl("gelu_", &CpuGeluOps::gelu_inplace);
+  m.impl("gelu_backward", &CpuGeluOps::gelu_backward);
+  m.impl("gelu_backward.out", &CpuGeluOps::gelu_backward_out);
   ops::impl_family_ops<CpuFamilyBackend>(m);
   m.impl("softmax", &softmax_cpu);
 #define TG_FROM_OUTPUT(op) impl_plain_from_output<kFamily_##op>(m, #op);
@@ -363,6 +481,9 @@ TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, Autograd, m) {
+  m.impl("gelu_", &gelu_inplace_ag);
+  m.impl("gelu.out", &gelu_out_ag);
+  m.impl("gelu_backward.out", &gelu_backward_out_ag);
 #define TG_PLAIN(op, fn, kind) impl_plain_autograd<kFamily_##op>(m, #op);
   TG_FAMILY_OPS(TG_PLAIN)
 #undef TG_PLAIN
