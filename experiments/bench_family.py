@@ -82,7 +82,7 @@ SIZES = (1 << 20, 1 << 22, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20)
 PAPER_HBM_SIZE = 1 << 28  # the paper's HBM column: --family-paper-size adds it
 # The functions whose backward "turbogelu" row is autograd's default from the saved result y
-# (turbogelu.family.FROM_OUTPUT_FUNCTIONS); their backward op from x is "turbogelu from x".
+# (turbogelu.ops.FROM_OUTPUT_FUNCTIONS); their backward op from x is "turbogelu from x".
 FROM_Y = ("sigmoid", "tanh", "softcap")
 OUT_FROM = 1 << 26  # from this size on, every row writes into a preallocated output (out=)
 ELEMENTS_PER_BATCH = 1 << 22
@@ -233,7 +233,7 @@ def _calls(function: str, direction: str, t: dict, out_mode: str, cap: float) ->
     import torch
     import torch.nn.functional as F
 
-    import turbogelu.family  # noqa: F401  (the family's ops)
+    import turbogelu.ops  # noqa: F401  (the ops, fake kernels and autograd)
 
     from . import probes
 

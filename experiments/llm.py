@@ -78,7 +78,7 @@ def polynomial_arm(tier: str = "accurate") -> Arm:
     the default, or "paper": the source paper's Table 2 programs)."""
     import turbogelu
 
-    turbogelu.family  # noqa: B018  (loads the family's ops and registers their autograd)
+    turbogelu.ops  # noqa: B018  (loads every op and registers its fake kernel and autograd)
     ops = torch.ops.turbogelu
     have = {name: hasattr(ops, name) for name in ("silu", "sigmoid", "softcap", "swiglu")}
     return Arm(

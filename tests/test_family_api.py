@@ -492,3 +492,15 @@ def test_softplus_is_close_to_f_softplus_and_compiles():
 
     bound = fp.load("softplus")["backward_direct"]["errors"]["float32"]["max_abs_float32"]
     assert (xr.grad - torch.sigmoid(xr.detach())).abs().max() <= bound + 2.0**-25
+
+
+def test_turbogelu_family_forwards_to_the_one_op_module():
+    """The ops of every function live in turbogelu/ops.py; code written against
+    turbogelu.family keeps working, and asks there."""
+    import turbogelu.ops
+
+    for name in (*family.FUNCTIONS, "softmax", "FROM_OUTPUT", "exp2_from_output", "TIERS"):
+        assert getattr(family, name) is getattr(turbogelu.ops, name), name
+    assert turbogelu.sigmoid is turbogelu.ops.sigmoid
+    with pytest.raises(AttributeError, match="turbogelu.family' has no attribute 'nope'"):
+        family.nope  # noqa: B018

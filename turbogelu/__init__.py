@@ -30,12 +30,12 @@ _LAZY = {
 
 # The activation family's functions, in-place forms and modules (turbogelu/_table.py).
 for _op in _table.OPS:
-    _LAZY[_op.name] = "turbogelu.family"
+    _LAZY[_op.name] = "turbogelu.ops"
     if _op.inplace:
-        _LAZY[f"{_op.name}_"] = "turbogelu.family"
+        _LAZY[f"{_op.name}_"] = "turbogelu.ops"
     if _op.module:
         _LAZY[_op.module] = "turbogelu.modules"
-_LAZY["softmax"] = "turbogelu.family"
+_LAZY["softmax"] = "turbogelu.ops"
 del _op
 
 # Submodules reachable as attributes without importing them first (turbogelu.ops.use_cpu_kernel).
@@ -50,7 +50,6 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'turbogelu' has no attribute {name!r}")
-    importlib.import_module("turbogelu.ops")  # every op's registrations, GELU's and the family's
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

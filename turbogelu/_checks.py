@@ -1,4 +1,4 @@
-"""Argument checks shared by the fake kernels (ops.py, family.py) and the MPS kernels (mps.py),
+"""Argument checks shared by the fake kernels (ops.py) and the MPS kernels (mps.py),
 with the messages of the C++ kernels (kernels/include/turbogelu/ops_common.h,
 family_common.h)."""
 

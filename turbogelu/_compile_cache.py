@@ -2,7 +2,7 @@
 
 Inductor's and AOTAutograd's caches key a compiled graph by its nodes, and a custom op such
 as ``turbogelu.sigmoid`` is a node whatever its Python registrations say: the autograd
-formula and the fake kernels registered in ``ops.py`` / ``family.py`` are traced into the
+formula and the fake kernels registered in ``ops.py`` are traced into the
 cached forward and backward graphs but are not part of the key. After an upgrade that
 changes them, a warm cache would replay the old backward (found here: a changed default
 backward of sigmoid came back as the previous one, 2.5e-4 off). PyTorch's own knob for this

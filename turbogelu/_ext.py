@@ -29,7 +29,7 @@ _library_ready = False
 
 
 def load_library() -> None:
-    """What the op modules (ops.py, family.py) need before they register fakes and autograd:
+    """What the op module (ops.py) needs before it registers fakes and autograd:
     the extension, the Apple GPU kernels (Metal, compiled at first use: mps.py) and the tag
     that keys torch.compile's disk caches by this package's Python registrations
     (_compile_cache.py); once."""

@@ -1,7 +1,7 @@
 """The table of the activation family's ops: the one place a function is declared.
 
 Everything that lists the functions follows from it: ``_spec_names``' FAMILY_* lists (and
-through them the Metal programs and the MPS ops), ``family.py``'s lists and registrations,
+through them the Metal programs and the MPS ops), ``ops.py``'s lists and registrations,
 ``turbogelu``'s lazy names, the lab's lists (``family_programs``, ``exp2_programs``) and, by
 ``python -m turbogelu codegen``, the C++ lists ``TG_FAMILY_OPS`` and ``TG_FROM_OUTPUT_OPS`` in
 ``kernels/include/turbogelu/family_coeffs.h`` that the kernels, dispatch and schemas expand

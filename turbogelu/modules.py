@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import family, ops
+from . import ops
 
 
 class GELU(nn.Module):
@@ -49,8 +49,8 @@ class _Family(nn.Module):
 
     def __init__(self, *, backward: str = "default", tier: str = "accurate") -> None:
         super().__init__()
-        family._check_backward(type(self).__name__, backward)
-        family._check_tier(type(self).__name__, tier)
+        ops._check_backward(type(self).__name__, backward)
+        ops._check_tier(type(self).__name__, tier)
         self.backward = backward
         self.tier = tier
 
@@ -65,14 +65,14 @@ class Sigmoid(_Family):
     """Polynomial sigmoid: ``turbogelu.Sigmoid()`` replaces ``nn.Sigmoid``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.sigmoid(x, **self._kw())
+        return ops.sigmoid(x, **self._kw())
 
 
 class Tanh(_Family):
     """Polynomial tanh: ``turbogelu.Tanh()`` replaces ``nn.Tanh``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.tanh(x, **self._kw())
+        return ops.tanh(x, **self._kw())
 
 
 class SiLU(_Family):
@@ -85,7 +85,7 @@ class SiLU(_Family):
         self.inplace = inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.silu(x, self.inplace, **self._kw())
+        return ops.silu(x, self.inplace, **self._kw())
 
     def extra_repr(self) -> str:
         return f"inplace={self.inplace}, " + super().extra_repr()
@@ -111,7 +111,7 @@ class SwiGLU(_Family):
                 "it must split into two equal halves"
             )
         a, b = x.chunk(2, self.dim)
-        return family.swiglu(a, b, **self._kw())
+        return ops.swiglu(a, b, **self._kw())
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, " + super().extra_repr()
@@ -122,11 +122,11 @@ class Softcap(_Family):
 
     def __init__(self, cap: float, *, backward: str = "default", tier: str = "accurate") -> None:
         super().__init__(backward=backward, tier=tier)
-        family._check_cap(cap)
+        ops._check_cap(cap)
         self.cap = float(cap)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.softcap(x, self.cap, **self._kw())
+        return ops.softcap(x, self.cap, **self._kw())
 
     def extra_repr(self) -> str:
         return f"cap={self.cap}, " + super().extra_repr()
@@ -145,11 +145,11 @@ class Softplus(_Family):
         tier: str = "accurate",
     ) -> None:
         super().__init__(backward=backward, tier=tier)
-        family._check_softplus_args(beta, threshold, "Softplus")
+        ops._check_softplus_args(beta, threshold, "Softplus")
         self.beta, self.threshold = float(beta), float(threshold)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return family.softplus(x, **self._kw())
+        return ops.softplus(x, **self._kw())
 
     def extra_repr(self) -> str:
         return f"beta={self.beta:g}, threshold={self.threshold:g}, " + super().extra_repr()
@@ -157,7 +157,7 @@ class Softplus(_Family):
 
 def _softplus_replacement(m: nn.Softplus, bw: str) -> Softplus | None:
     """An nn.Softplus with the defaults; None (left as it is) for any other beta or threshold."""
-    if m.beta != family.SOFTPLUS_BETA or m.threshold != family.SOFTPLUS_THRESHOLD:
+    if m.beta != ops.SOFTPLUS_BETA or m.threshold != ops.SOFTPLUS_THRESHOLD:
         return None
     return Softplus(backward=bw)
 
@@ -195,7 +195,7 @@ def replace_activations(
     bad = [k for k in kinds if k not in _REPLACEMENTS]
     if bad:
         raise ValueError(f"replace_activations: unknown kind(s) {bad}; choose from {KINDS}")
-    family._check_backward("replace_activations", backward)
+    ops._check_backward("replace_activations", backward)
     ours = (GELU, SiLU, Sigmoid, Tanh, Softplus)
     counts = {k: 0 for k in kinds}
     replacement: dict[int, nn.Module] = {}

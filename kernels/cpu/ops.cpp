@@ -257,9 +257,9 @@ at::Tensor softmax_cpu(const T& x, int64_t dim, S tier_name) {
 
 // ---------------------------------------------------------------- backward from the result
 // <op>_backward_from_output(grad, y[, cap]): autograd's default backward of sigmoid, tanh,
-// exp2 and softcap (turbogelu/family.py's FROM_OUTPUT), from the saved result y = f(x) by
+// exp2 and softcap (turbogelu/ops.py's FROM_OUTPUT), from the saved result y = f(x) by
 // PyTorch's formulas (family.h's from_output), through the family's loops, stores and thread
-// split. Other devices run PyTorch's ops (family.py).
+// split. Other devices run PyTorch's ops (turbogelu/ops.py).
 
 std::string from_output_name(FamilyOp op) {
   return std::string(family_op(op).name) + "_backward_from_output";

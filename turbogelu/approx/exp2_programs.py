@@ -41,7 +41,7 @@ Tiers:
 The backward programs (the family's Plain kind: grad * f'(x) from x): ``backward_direct``
 is ln 2 times the forward's coefficients (float32), ``backward_matched`` the forward program's
 own derivative P'(f) 2^n (df/dx = 1 between the integers). Autograd's default differentiates
-from the saved result instead (turbogelu/family.py).
+from the saved result instead (turbogelu/ops.py).
 """
 
 from __future__ import annotations
