@@ -1,4 +1,4 @@
-"""The activation family's CUDA backend (kernels/cuda/family_kernels.cu, family_cuda.cpp).
+"""The activation family's CUDA backend (kernels/cuda/family_kernels.cu, ops.cpp).
 
 As tests/test_cuda.py for GELU, two parts:
 

@@ -1,6 +1,5 @@
 """Argument checks shared by the fake kernels (ops.py) and the MPS kernels (mps.py),
-with the messages of the C++ kernels (kernels/include/turbogelu/ops_common.h,
-family_common.h)."""
+with the messages of the C++ kernels (kernels/include/turbogelu/ops_common.h)."""
 
 from __future__ import annotations
 
@@ -86,7 +85,7 @@ def check_family_backward(op: str, backward: str) -> None:
 
 
 def check_tier(op: str, tier: str) -> None:
-    """The family's tiers: "accurate" (the default) or "paper" (family_common.h's family_tier),
+    """The family's tiers: "accurate" (the default) or "paper" (ops_common.h's family_tier),
     where the op has the tier (the table's ``Op.tiers``; softplus has no paper program)."""
     if tier not in ("accurate", "paper"):
         raise ValueError(f"turbogelu.{op}: tier must be 'accurate' or 'paper', got {tier!r}")
@@ -115,7 +114,7 @@ def check_cap_type(cap, op: str = "softcap") -> None:
 
 def check_cap(cap) -> tuple[float, float]:
     """softcap's (cap, 1/cap) as the kernels use them, both rounded to float32 as
-    family_common.h's family_call does (1/cap is the float32 quotient: rounding the float64
+    ops_common.h's family_call does (1/cap is the float32 quotient: rounding the float64
     quotient of float32 values is the same); TypeError for what check_cap_type refuses,
     ValueError unless both are positive and finite."""
     check_cap_type(cap)
@@ -136,5 +135,5 @@ def check_cap(cap) -> tuple[float, float]:
 
 def check_family_like(t, x, op: str, what: str, xname: str) -> None:
     """A family op's second tensor (grad, b, out) must have x's (or a's) dtype and shape:
-    family_common.h's check_like, which never broadcasts."""
+    ops_common.h's check_like, which never broadcasts."""
     check_like(t, x, op, what, xname, " (no broadcasting)")

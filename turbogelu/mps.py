@@ -6,7 +6,7 @@ activation family in both tiers; ``python -m turbogelu codegen``), compiled at f
 ``torch.mps.compile_shader`` (PyTorch >= 2.7) and registered here as the ``MPS`` kernels of
 the ops that kernels/cpu/ops.cpp defines, so autograd, the fake kernels
 and torch.compile see one op whatever the device. The semantics are those of
-kernels/include/turbogelu/ops_common.h and family_common.h (checks, output in
+kernels/include/turbogelu/ops_common.h (checks, output in
 ``empty_like(x)``'s layout, out= not resized, in place), written again in Python; float64 is
 refused (Apple GPUs have none).
 
@@ -287,7 +287,7 @@ OPS = {
 
 
 # ---------------------------------------------------------------- the activation family
-# family_common.h's semantics over the kernels of family_kernels.metal:
+# ops_common.h's semantics over the kernels of family_kernels.metal:
 # <op>_<tier>_forward_<type>, <op>_<tier>_backward_<type>, one pair per op and tier (family.h's
 # kinds: Plain f(x), Scaled cap f(x / cap), Gated f(a) b with a two-output backward).
 
@@ -313,7 +313,7 @@ def family_backward_program(op: str, backward: str, tier: str = "accurate") -> i
 
 
 def _family_call(op: str, tier: str, backward: str, cap=1.0) -> tuple[int, float, float]:
-    """(derivative program, inv, cap) of a call, as family_common.h's family_call: softcap's
+    """(derivative program, inv, cap) of a call, as ops_common.h's family_call: softcap's
     cap checked and rounded to float32 with its float32 reciprocal; 1 elsewhere (unused)."""
     d = family_backward_program(op, backward, tier)
     if FAMILY[op][1] != "Scaled":
@@ -416,7 +416,7 @@ def family_forward_out(op, x, cap, out, tier="accurate") -> None:
 
 
 def _check_family_backward_args(op, grad, x) -> None:
-    name = f"{op}_backward"  # the op called, as family_common.h names it
+    name = f"{op}_backward"  # the op called, as ops_common.h names it
     _check_device(x, x, name, "x")
     _check_device(grad, x, name, "grad")
     _check_dtype(x, name)

@@ -1,8 +1,7 @@
 // The public operators' schemas, device-neutral: each backend registers its kernels for them
-// (CPU: kernels/cpu/ops.cpp; CUDA: kernels/cuda/gelu_cuda.cpp and family_cuda.cpp; Apple
-// GPUs: turbogelu/mps.py), turbogelu/ops.py their fake (meta) kernels and autograd. The
-// semantics every backend shares are kernels/include/turbogelu/ops_common.h and
-// family_common.h.
+// (CPU: kernels/cpu/ops.cpp; CUDA: kernels/cuda/ops.cpp; Apple GPUs: turbogelu/mps.py),
+// turbogelu/ops.py their fake (meta) kernels and autograd. The semantics every backend shares
+// are kernels/include/turbogelu/ops_common.h.
 //
 // The CPU back end adds its switches as a fragment of this library (_cpu_isa, _set_cpu_kernel,
 // ...), the run-time-coefficient ops poly_gelu* another (kernels/cpu/poly_ops.cpp); the

@@ -1,6 +1,6 @@
 // The CPU operators of every function: GELU (ops_common.h's semantics; approximate= picks
 // one of its two rows of the kernels' table) and the activation family (sigmoid, tanh, silu,
-// softcap, swiglu, exp2, softplus; family_common.h's semantics, registered by
+// softcap, swiglu, exp2, softplus; ops_common.h's semantics, registered by
 // family_library.h), all over the family's kernels (family_loops.h, family_eval.h) of the
 // instruction set the calling thread runs, split over threads and stored alike (dispatch.h);
 // softmax by exp2; the from-output backwards; and the Autograd guards of the mutating forms,

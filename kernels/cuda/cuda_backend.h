@@ -1,4 +1,4 @@
-// What every CUDA op shares (gelu_cuda.cpp, family_cuda.cpp): the device check, the device
+// What every CUDA op shares (ops.cpp): the device check, the device
 // guard, the element type and the current stream. Host code against c10/cuda only.
 #pragma once
 
@@ -27,7 +27,7 @@ inline DType dtype_of(const at::Tensor& t) {
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
-// The device check and guard of ops_common.h's / family_common.h's backends: every tensor on
+// The device check and guard of ops_common.h's backends: every tensor on
 // x's CUDA device (the dispatcher picks the CUDA kernel when any is on CUDA), and that device
 // current while the op runs.
 struct DeviceBackend {

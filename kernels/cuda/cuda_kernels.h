@@ -1,5 +1,5 @@
 // The CUDA kernels' launchers, between the .cu files (device code, compiled by nvcc, no
-// torch headers: each compiles in seconds) and the ops (gelu_cuda.cpp, family_cuda.cpp,
+// torch headers: each compiles in seconds) and the ops (ops.cpp,
 // compiled by the host compiler against c10/cuda).
 #pragma once
 

@@ -14,7 +14,7 @@
 // instantiated from TG_FAMILY_OPS: an op is a line there, not a kernel here.
 //
 // The opt-in packed bfloat16 path (`packed`: the paper tier on bfloat16 data, switched on by
-// turbogelu.ops.use_cuda_packed() / TURBOGELU_CUDA_PACKED=1, family_cuda.cpp): the same
+// turbogelu.ops.use_cuda_packed() / TURBOGELU_CUDA_PACKED=1, ops.cpp): the same
 // bodies and element functions over bf16x2.cuh's Bf16x2, two elements per packed bfloat16
 // instruction, in elementwise.cuh's elementwise_pairs (packed_family_kernel; one kernel per
 // body of each op's paper programs). Its bits are turbogelu/approx/packed_family.py's replay.

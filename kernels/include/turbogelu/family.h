@@ -1,5 +1,5 @@
 // The activation family's ops and the programs each runs, as the CPU and CUDA kernels, the
-// operator semantics (family_common.h) and the schemas (kernels/common/schema.cpp) see them.
+// operator semantics (ops_common.h) and the schemas (kernels/common/schema.cpp) see them.
 // The ops are declared once, in the table of turbogelu/_table.py, which `python -m turbogelu
 // codegen` writes into family_coeffs.h as
 //   TG_FAMILY_OPS(X): X(op, function whose programs it runs, kind), where the kinds are

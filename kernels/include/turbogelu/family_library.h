@@ -1,5 +1,5 @@
 // The activation family's ops registered for one dispatch key: the schemas' signatures
-// (kernels/common/schema.cpp) over family_common.h's FamilyOps<B>, for every op of
+// (kernels/common/schema.cpp) over ops_common.h's FamilyOps<B>, for every op of
 // TG_FAMILY_OPS by its kind. A backend's file calls, for its key,
 //
 //   TORCH_LIBRARY_IMPL(turbogelu, CPU, m) { ops::impl_family_ops<CpuFamilyBackend>(m); }
@@ -13,7 +13,7 @@
 #include <string>
 #include <tuple>
 
-#include "turbogelu/family_common.h"
+#include "turbogelu/ops_common.h"
 
 namespace turbogelu {
 namespace ops {

@@ -1,8 +1,10 @@
-// The CUDA implementation of the turbogelu ops (schemas in kernels/common/schema.cpp). The
-// semantics (checks, coefficient choice, output layout, out= and in place) are the shared
-// ops::GeluOps; this file adds the device checks, the device guard and the launch on the
-// current stream. Only c10/cuda headers: ATen/cuda/CUDAContext.h would pull in cuBLAS headers,
-// which a CUDA toolkit need not have.
+// The CUDA operators of every function (schemas in kernels/common/schema.cpp): GELU's over
+// ops_common.h's shared semantics, launching gelu_kernels.cu (and, for bfloat16 with the
+// opt-in switch, its packed path), and the activation family's over the same header's,
+// launching family_kernels.cu, registered by family_library.h as on the CPU; both with
+// cuda_backend.h's device check and guard, on the current stream. The Autograd guards of the
+// mutating forms are kernels/cpu/ops.cpp's, for every device. Only c10/cuda headers:
+// ATen/cuda/CUDAContext.h would pull in cuBLAS headers, which a CUDA toolkit need not have.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -15,10 +17,13 @@
 
 #include "cuda_backend.h"
 #include "cuda_kernels.h"
+#include "turbogelu/family_library.h"
 #include "turbogelu/ops_common.h"
 
 namespace turbogelu {
 namespace {
+
+// ---------------------------------------------------------------- GELU
 
 // The packed bfloat16 set standing for a float32 coefficient set, or nullptr. Identified by
 // address: ops::forward_program / backward_program hold the generated objects themselves.
@@ -78,6 +83,38 @@ struct CudaBackend : cuda::DeviceBackend {
 };
 using CudaOps = ops::GeluOps<CudaBackend>;
 
+// ---------------------------------------------------------------- the family
+
+// The opt-in packed bfloat16 path (family_kernels.cu): the paper tier on bfloat16 data while
+// GELU's switch is on (turbogelu.ops.use_cuda_packed(), TURBOGELU_CUDA_PACKED=1: one knob for
+// every op). The accurate tier and the other dtypes never take it.
+bool packed(Tier tier, const at::Tensor& x) {
+  return tier == kTier_paper && x.scalar_type() == at::kBFloat16 && cuda_packed();
+}
+
+struct CudaFamilyBackend : cuda::DeviceBackend {
+  static void launch_unary(FamilyOp op, Tier tier, const at::Tensor& x, const at::Tensor& out,
+                           const FamilyCall& c) {
+    C10_CUDA_CHECK(cuda::family_unary(op, tier, packed(tier, x), cuda::dtype_of(x),
+                                      x.const_data_ptr(), out.data_ptr(), x.numel(), c,
+                                      cuda::current_stream()));
+  }
+  static void launch_binary(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
+                            const at::Tensor& out, const FamilyCall& c) {
+    C10_CUDA_CHECK(cuda::family_binary(op, tier, packed(tier, a), cuda::dtype_of(a),
+                                       a.const_data_ptr(), b.const_data_ptr(), out.data_ptr(),
+                                       a.numel(), c, cuda::current_stream()));
+  }
+  static void launch_pair(FamilyOp op, Tier tier, const at::Tensor& g, const at::Tensor& a,
+                          const at::Tensor& b, const at::Tensor& out_a, const at::Tensor& out_b,
+                          const FamilyCall& c) {
+    C10_CUDA_CHECK(cuda::family_pair(op, tier, packed(tier, a), cuda::dtype_of(a),
+                                     g.const_data_ptr(), a.const_data_ptr(), b.const_data_ptr(),
+                                     out_a.data_ptr(), out_b.data_ptr(), a.numel(), c,
+                                     cuda::current_stream()));
+  }
+};
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(turbogelu, CUDA, m) {
@@ -86,6 +123,7 @@ TORCH_LIBRARY_IMPL(turbogelu, CUDA, m) {
   m.impl("gelu_", &CudaOps::gelu_inplace);
   m.impl("gelu_backward", &CudaOps::gelu_backward);
   m.impl("gelu_backward.out", &CudaOps::gelu_backward_out);
+  ops::impl_family_ops<CudaFamilyBackend>(m);
 }
 
 }  // namespace turbogelu
