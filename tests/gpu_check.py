@@ -407,6 +407,31 @@ def family_ops() -> list[tuple[str, str, str]]:
     return [(op, fn, kind) for op, fn, kind in rows]
 
 
+def gelu_ops() -> list[tuple[str, str, str]]:
+    """TG_GELU_OPS of the generated family_coeffs.h: GELU's two programs as rows of the
+    kernels' table, (op, function, kind) (family.h: approximate='none' and 'tanh' of gelu)."""
+    rows = _macro_rows(ROOT / "kernels/include/turbogelu/family_coeffs.h", "TG_GELU_OPS")
+    return [(op, fn, kind) for op, fn, kind in rows]
+
+
+def gelu_shapes() -> dict[str, tuple[str, int, bool, str, int, bool]]:
+    """The shapes of GELU's rows as family_shapes gives the family's (family.h's
+    TG_GELU_SHAPE: x/2 + x^2 P and 1/2 + x Q, both in x^2, with the window decided on x^2;
+    the accurate tier only), their degrees from the generated gelu_coeffs.h."""
+    text = (ROOT / "kernels/include/turbogelu/gelu_coeffs.h").read_text()
+
+    def degree(name: str) -> int:
+        return int(re.search(rf"PolyCoeffs {name} = \{{\s*(\d+),", text)[1])
+
+    return {
+        f"{fn}_accurate": (
+            "XHalfPlusEven", degree(f"{fn}_forward"), True,
+            "HalfPlusOdd", degree(f"{fn}_backward_direct"), True,
+        )
+        for _, fn, _ in gelu_ops()
+    }  # fmt: skip
+
+
 def family_shapes() -> dict[str, tuple[str, int, bool, str, int, bool]]:
     """TG_FAMILY_SHAPES of the generated family_coeffs.h: {"<function>_<tier>": (forward
     form, degree, in x^2, derivative form, degree, in x^2)} (the name of family.h's
@@ -450,7 +475,8 @@ def packed_family_kernel(name: str) -> tuple[str, str, str] | None:
 
 def _family_op_name(fn: str, kind: str) -> str:
     function = fn.rpartition("_")[0]
-    return next((o for o, f, k in family_ops() if (f, k) == (function, kind)), f"{fn} {kind}")
+    rows = family_ops() + gelu_ops()
+    return next((o for o, f, k in rows if (f, k) == (function, kind)), f"{fn} {kind}")
 
 
 def describe(name: str) -> str | None:
@@ -476,9 +502,10 @@ def describe(name: str) -> str | None:
         return f"bfloat16 packed {op} ({tier}) backward (degree {dd})"
     if found := family_kernel(name):
         dtype, body, fn, kind = found
-        function, _, tier = fn.rpartition("_")
-        op = next((o for o, f, k in family_ops() if (f, k) == (function, kind)), f"{fn} {kind}")
-        _, df, _, _, dd, _ = family_shapes().get(fn, ("?", -1, False, "?", -1, False))
+        tier = fn.rpartition("_")[2]
+        op = _family_op_name(fn, kind)
+        shapes = {**family_shapes(), **gelu_shapes()}
+        _, df, _, _, dd, _ = shapes.get(fn, ("?", -1, False, "?", -1, False))
         if body == "pair":
             return f"{dtype} {op} ({tier}) backward (degrees {df}, {dd})"
         if body == "unary" or kind == "Gated":

@@ -63,6 +63,11 @@ OPS = torch.ops.turbogelu
 FAMILY = gpu_check.family_ops()  # [(op, function, kind)] of TG_FAMILY_OPS
 # {"<function>_<tier>": (forward form, degree, in x^2, derivative form, degree, in x^2)}
 SHAPES = gpu_check.family_shapes()
+# GELU's programs, rows of the same kernels (TG_GELU_OPS; the accurate tier only), and their
+# shapes (in x^2, the window decided on x^2: family.h's TG_GELU_SHAPE).
+GELU = gpu_check.gelu_ops()
+GELU_SHAPES = gpu_check.gelu_shapes()
+KERNEL_SHAPES = {**SHAPES, **GELU_SHAPES}
 TIERS = ("accurate", "paper")
 KIND = {op: kind for op, _, kind in FAMILY}
 OP_NAMES = [op for op, _, _ in FAMILY]
@@ -104,15 +109,17 @@ def family_ptx() -> dict[str, str]:
 
 
 def _expected_kernels() -> set[tuple[str, str, str, str]]:
-    """(dtype, body, function, kind) for every op of TG_FAMILY_OPS: Plain and Scaled have a
-    unary (forward) and a binary (backward) body, Gated a binary (forward) and a pair
-    (backward); ops of one function and kind would share them."""
+    """(dtype, body, function, kind) for every op of TG_FAMILY_OPS in both tiers and every
+    row of TG_GELU_OPS in the accurate tier: Plain and Scaled have a unary (forward) and a
+    binary (backward) body, Gated a binary (forward) and a pair (backward); ops of one
+    function and kind would share them."""
     bodies = {"Plain": ("unary", "binary"), "Scaled": ("unary", "binary"),
               "Gated": ("binary", "pair")}  # fmt: skip
+    rows = [(fn, kind, tier) for _, fn, kind in FAMILY for tier in TIERS]
+    rows += [(fn, kind, "accurate") for _, fn, kind in GELU]
     return {
         (dtype, body, f"{fn}_{tier}", kind)
-        for _, fn, kind in FAMILY
-        for tier in TIERS
+        for fn, kind, tier in rows
         for body in bodies[kind]
         for dtype in ELEMENTS
     }
@@ -138,7 +145,7 @@ def _per_element(body: str, shapes: str, kind: str) -> tuple[int, int, int]:
     Plain backward grad * f'(x); Scaled q = x * inv, forward cap * f(q), backward grad * f'(q);
     Gated forward f(a) * b, backward ((grad * b) * f'(a), grad * f(a)). The gated backward's
     two programs share |x| and, when both are in x^2, |x| |x|."""
-    ff, df, yf, fd, dd, yd = SHAPES[shapes]
+    ff, df, yf, fd, dd, yd = KERNEL_SHAPES[shapes]
     f, d = _eval_counts(ff, df, yf), _eval_counts(fd, dd, yd)
     if body == "pair":
         shared = int(yf and yd)
@@ -148,6 +155,16 @@ def _per_element(body: str, shapes: str, kind: str) -> tuple[int, int, int]:
     if kind == "Gated":
         return f[0], f[1] + 1, f[2]
     return d[0], d[1] + (2 if kind == "Scaled" else 1), d[2]
+
+
+def _clamp_squares(ptx: str, ft: str) -> int:
+    """Multiplies of a float read from the parameter space (or its conversion to float64) by
+    itself: GELU's clamp^2 (no coefficient or scale is ever squared)."""
+    regs = set(re.findall(r"ld\.param\.f32\s+(%f\d+), \[(?:%rd\d+|[\w$]+)(?:\+-?\d+)?\];", ptx))
+    for r in list(regs):
+        regs |= set(re.findall(rf"cvt\.f64\.f32\s+(%fd\d+), {r};", ptx))
+    squares = re.findall(rf"\bmul\.rn\.{ft}\s+%\w+, (%\w+), (%\w+);", ptx)
+    return sum(a == b and a in regs for a, b in squares)
 
 
 def _layout(body: str, dtype: str) -> tuple[int, int]:
@@ -183,12 +200,13 @@ def _packed(family_ptx):
 
 
 def test_family_ptx_kernels_come_from_the_op_list(family_ptx):
-    """One kernel per (dtype, body, function and tier, kind) that TG_FAMILY_OPS asks for, no
-    other: 6 ops x 2 tiers x 2 bodies x 4 dtypes = 96 today."""
+    """One kernel per (dtype, body, function and tier, kind) that TG_FAMILY_OPS and
+    TG_GELU_OPS ask for, no other: 7 ops x 2 tiers x 2 bodies x 4 dtypes = 112, and GELU's
+    2 rows x 2 bodies x 4 dtypes = 16, today."""
     parsed = _parsed(family_ptx)
     assert len(parsed) + len(_packed(family_ptx)) == len(family_ptx)
     assert set(parsed) == _expected_kernels()
-    assert len(parsed) == 2 * len(TIERS) * len(FAMILY) * len(ELEMENTS) == 112
+    assert len(parsed) == 2 * (len(TIERS) * len(FAMILY) + len(GELU)) * len(ELEMENTS) == 128
 
 
 def test_family_ptx_does_the_templates_arithmetic(family_ptx):
@@ -198,17 +216,22 @@ def test_family_ptx_does_the_templates_arithmetic(family_ptx):
     form's x/2 + p (the paper tier's SiLU), no division,
     reciprocal, square root or special-function instruction (the transcendental is the
     polynomial), no flush-to-zero; the programs read from the parameter space, no local
-    memory. (exp2's 2^n is integer arithmetic on k's bits: shifts and adds, not counted.)"""
+    memory. (exp2's 2^n is integer arithmetic on k's bits: shifts and adds, not counted.)
+    GELU's rows decide the window on x^2 against clamp^2: no |x|, and clamp * clamp from the
+    parameter, hoisted out of the loops (once per loop copy and the head and tail at most)."""
     for (dtype, body, fn, kind), ptx in _parsed(family_ptx).items():
         what = (dtype, body, fn, kind)
         ft = "f64" if dtype == "float64" else "f32"
         fma_e, mul_e, add_e = _per_element(body, fn, kind)
         loops, unroll = _layout(body, dtype)
         copies = loops * unroll * ELEMENTS[dtype] + 1
+        in_x2 = fn in GELU_SHAPES
+        squares = _clamp_squares(ptx, ft) if in_x2 else 0
+        assert (1 <= squares <= loops * unroll + 1) if in_x2 else squares == 0, (what, squares)
         assert len(re.findall(rf"\bfma\.rn\.{ft}\b", ptx)) == copies * fma_e, what
-        assert len(re.findall(rf"\bmul\.rn\.{ft}\b", ptx)) == copies * mul_e, what
+        assert len(re.findall(rf"\bmul\.rn\.{ft}\b", ptx)) == copies * mul_e + squares, what
         assert len(re.findall(rf"\badd\.rn\.{ft}\b", ptx)) == copies * add_e, what
-        uses_abs = not SHAPES[fn][0].startswith("Exp2")  # exp2 has no |x|
+        uses_abs = not in_x2 and not SHAPES[fn][0].startswith("Exp2")  # exp2 has no |x|
         assert len(re.findall(rf"\babs\.{ft}\b", ptx)) == copies * uses_abs, what
         # No max / min: exp2's window is two compares and selects, so that NaN passes (PTX's
         # max.f32 returns the operand that is not NaN).

@@ -169,12 +169,6 @@ void launch_poly_backward(const T& g, const T& x, const T& out, const PolyCoeffs
   });
 }
 
-// The family's call of a GELU program (its row's accurate tier, the derivative asked for).
-FamilyCall gelu_call(const ops::GeluProgram& p) {
-  Tier tier;
-  return ops::family_call(p.row, "accurate", p.direct ? "direct" : "matched", 1.0, &tier);
-}
-
 // ops::GeluOps' backend on the CPU.
 struct CpuGeluBackend {
   static void check_device(const T& t, const T&, const char* op, const char* what) {
@@ -185,11 +179,11 @@ struct CpuGeluBackend {
   };
   static void launch_forward(const T& x, const T& out, const ops::GeluProgram& p) {
     if (current_scheme() == Scheme::Estrin) return launch_poly_forward(x, out, p.k);
-    CpuFamilyBackend::launch_unary(p.row, kTier_accurate, x, out, gelu_call(p));
+    CpuFamilyBackend::launch_unary(p.row, kTier_accurate, x, out, ops::gelu_call(p));
   }
   static void launch_backward(const T& g, const T& x, const T& out, const ops::GeluProgram& p) {
     if (current_scheme() == Scheme::Estrin) return launch_poly_backward(g, x, out, p.k);
-    CpuFamilyBackend::launch_binary(p.row, kTier_accurate, g, x, out, gelu_call(p));
+    CpuFamilyBackend::launch_binary(p.row, kTier_accurate, g, x, out, ops::gelu_call(p));
   }
 };
 using CpuGeluOps = ops::GeluOps<CpuGeluBackend>;

@@ -1,6 +1,6 @@
 // The CUDA kernels' launchers, between the .cu files (device code, compiled by nvcc, no
-// torch headers: each compiles in seconds) and the ops (ops.cpp,
-// compiled by the host compiler against c10/cuda).
+// torch headers: each compiles in seconds) and the ops (ops.cpp, compiled by the host
+// compiler against c10/cuda).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,6 +22,9 @@ enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3 };
 
 bool has_degree(int degree);
 
+// GELU with the coefficient set k evaluated by Estrin's scheme (the benchmark's probe; the
+// shipped Horner programs are GELU's rows of family_unary / family_binary below; any other
+// scheme: cudaErrorInvalidValue).
 // out[i] = gelu(x[i]) for i < n, on `stream` of the current device. x may equal out (in place);
 // otherwise they must not overlap. Every pointer must be aligned to its element (a tensor's
 // data is; cudaErrorMisalignedAddress otherwise), no more: 128-bit stores after a head peeled

@@ -1,9 +1,9 @@
-// CUDA kernels of the activation family (sigmoid, tanh, SiLU, softcap, SwiGLU; turbogelu/
-// family.h): the element functions of family_eval.h, the very code the CPU kernels run, in
-// elementwise.cuh's loops (GELU's: the head peeled to out's 16-byte boundary, 16-byte loads
-// and stores, kUnroll packs in flight, a grid of one wave). With --fmad=false (setup.py) the
-// GPU rounds exactly where the template does, so its bits are the CPU kernels' and the numpy
-// replay's (turbogelu/approx/polyspec.py) for every input.
+// CUDA kernels of every function's programs (GELU's two; sigmoid, tanh, SiLU, softcap, SwiGLU,
+// exp2, softplus; turbogelu/family.h): the element functions of family_eval.h, the very code
+// the CPU kernels run, in elementwise.cuh's loops (the head peeled to out's 16-byte boundary,
+// 16-byte loads and stores, kUnroll packs in flight, a grid of one wave). With --fmad=false
+// (setup.py) the GPU rounds exactly where the template does, so its bits are the CPU kernels' and
+// the numpy replay's (turbogelu/approx/polyspec.py) for every input.
 //
 // Three kernels per (function, kind) and element type, each a body functor over the widened
 // elements with the op's FamilyCall passed by value as a kernel argument (__grid_constant__:
@@ -11,7 +11,7 @@
 //   unary   out = f(x)                       Plain and Scaled forward
 //   binary  out = f(a, b)                    their backward (a = grad, b = x); Gated forward
 //   pair    (oa, ob) = f(g, a, b)            Gated backward
-// instantiated from TG_FAMILY_OPS: an op is a line there, not a kernel here.
+// instantiated from TG_FAMILY_OPS and TG_GELU_OPS: an op is a line there, not a kernel here.
 //
 // The opt-in packed bfloat16 path (`packed`: the paper tier on bfloat16 data, switched on by
 // turbogelu.ops.use_cuda_packed() / TURBOGELU_CUDA_PACKED=1, ops.cpp): the same
@@ -195,11 +195,21 @@ struct OpLaunch {
     return packed ? OpLaunch<shapes::fn##_paper, Kind::kind, true>::launcher(__VA_ARGS__)      \
                   : OpLaunch<shapes::fn##_paper, Kind::kind, false>::launcher(__VA_ARGS__);
 
+// GELU's rows (family.h's TG_GELU_OPS): the accurate tier only (GELU has no paper program, and
+// its packed bfloat16 path is its own: gelu_kernels.cu).
+#define TG_GELU_CASES(op_, fn, kind, launcher, ...) \
+  case family_index(kFamily_##op_, kTier_accurate): \
+    return packed ? cudaErrorInvalidValue           \
+                  : OpLaunch<shapes::fn##_accurate, Kind::kind, false>::launcher(__VA_ARGS__);
+
 cudaError_t family_unary(FamilyOp op, Tier tier, bool packed, DType d, const void* x, void* out,
                          int64_t n, const FamilyCall& c, cudaStream_t stream) {
   switch (family_index(op, tier)) {
 #define TG_CASE(op_, fn, kind) TG_TIER_CASES(op_, fn, kind, unary, d, x, out, n, c, stream)
     TG_FAMILY_OPS(TG_CASE)
+#undef TG_CASE
+#define TG_CASE(op_, fn, kind) TG_GELU_CASES(op_, fn, kind, unary, d, x, out, n, c, stream)
+    TG_GELU_OPS(TG_CASE)
 #undef TG_CASE
     default:
       return cudaErrorInvalidValue;
@@ -212,6 +222,9 @@ cudaError_t family_binary(FamilyOp op, Tier tier, bool packed, DType d, const vo
   switch (family_index(op, tier)) {
 #define TG_CASE(op_, fn, kind) TG_TIER_CASES(op_, fn, kind, binary, d, a, b, out, n, c, stream)
     TG_FAMILY_OPS(TG_CASE)
+#undef TG_CASE
+#define TG_CASE(op_, fn, kind) TG_GELU_CASES(op_, fn, kind, binary, d, a, b, out, n, c, stream)
+    TG_GELU_OPS(TG_CASE)
 #undef TG_CASE
     default:
       return cudaErrorInvalidValue;
@@ -232,6 +245,7 @@ cudaError_t family_pair(FamilyOp op, Tier tier, bool packed, DType d, const void
 }
 
 #undef TG_TIER_CASES
+#undef TG_GELU_CASES
 
 }  // namespace cuda
 }  // namespace turbogelu

@@ -1,6 +1,7 @@
-// GELU's CUDA kernels: a grid-stride streaming loop around the shared per-element
-// template (kernels/include/turbogelu/family_eval.h's gelu_forward), so the GPU runs the same
-// sequence of roundings as the CPU kernels and the numpy replay:
+// GELU's own CUDA kernels, beside its rows of family_kernels.cu (which run the shipped
+// programs): the run-time-coefficient kernels of the benchmark's Estrin scheme
+// (torch.ops.turbogelu_bench._set_poly_scheme), a grid-stride streaming loop around
+// family_eval.h's gelu_forward / gelu_backward, and the opt-in packed bfloat16 path below.
 //
 //   forward   gelu(x)  ~ x * (1/2 + x P(z))   for |x| <= R;  x for x > R;  -0.0 for x < -R
 //   backward  gelu'(x) ~ 1/2 + x Q(z)         for |x| <= R;  1 for x > R;  0 for x < -R
@@ -9,11 +10,10 @@
 // float64 evaluates the same polynomial in double. Built with --fmad=false (setup.py): the
 // template fuses exactly where it calls tg_fma (__fmaf_rn), nowhere else, as on the CPU.
 //
-// Memory and grid: elementwise.cuh, shared with the activation family's kernels
-// (family_kernels.cu): 16-byte loads and stores after a head peeled to out's 16-byte
-// boundary, an input at another offset in its line read element by element, kUnroll packs in
-// flight per thread, and a grid of one wave of what fits on an SM (4 to 8 blocks of 256
-// threads on sm_90 here, as the kernels' registers allow).
+// Memory and grid: elementwise.cuh, shared with family_kernels.cu: 16-byte loads and stores
+// after a head peeled to out's 16-byte boundary, an input at another offset in its line read
+// element by element, kUnroll packs in flight per thread, and a grid of one wave of what fits
+// on an SM (4 to 8 blocks of 256 threads on sm_90 here, as the kernels' registers allow).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -108,13 +108,12 @@ cudaError_t launch_scheme(DType d, const void* g, const void* x, void* out, int6
 template <bool Backward>
 cudaError_t launch(DType d, const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k,
                    Scheme s, cudaStream_t stream) {
+  if (s != Scheme::Estrin) return cudaErrorInvalidValue;  // Horner: family_kernels.cu's rows
   if (n <= 0) return cudaSuccess;
   switch (k.degree) {
-#define TG_CASE(D)                                                                          \
-  case D:                                                                                   \
-    return s == Scheme::Horner                                                              \
-               ? launch_scheme<D + 1, Scheme::Horner, Backward>(d, g, x, out, n, k, stream) \
-               : launch_scheme<D + 1, Scheme::Estrin, Backward>(d, g, x, out, n, k, stream);
+#define TG_CASE(D) \
+  case D:          \
+    return launch_scheme<D + 1, Scheme::Estrin, Backward>(d, g, x, out, n, k, stream);
     TG_CUDA_KERNEL_DEGREES(TG_CASE)
 #undef TG_CASE
     default:
@@ -123,7 +122,7 @@ cudaError_t launch(DType d, const void* g, const void* x, void* out, int64_t n, 
 }
 
 // ---------------------------------------------------------------- packed bfloat16 (opt-in)
-// The program of poly_eval.h with every operation in __nv_bfloat162 arithmetic (fma.rn /
+// GELU's program with every operation in __nv_bfloat162 arithmetic (fma.rn /
 // mul.rn .bf16x2: one rounding to bfloat16 each), two lanes per instruction:
 //   y = x*x, z = fma(y, scale, -1), h = fma(x, P(z), 1/2);  forward x*h, backward grad*h;
 //   the window y <= fl(R*R), outside it x or -0.0 (forward), 1 or 0 (backward).

@@ -1,8 +1,9 @@
 // The CUDA operators of every function (schemas in kernels/common/schema.cpp): GELU's over
-// ops_common.h's shared semantics, launching gelu_kernels.cu (and, for bfloat16 with the
-// opt-in switch, its packed path), and the activation family's over the same header's,
-// launching family_kernels.cu, registered by family_library.h as on the CPU; both with
-// cuda_backend.h's device check and guard, on the current stream. The Autograd guards of the
+// ops_common.h's shared semantics, launching its rows of family_kernels.cu (gelu_kernels.cu
+// for the benchmark's Estrin scheme and, for bfloat16 with the opt-in switch, the packed
+// path), and the activation family's over the same header's, launching family_kernels.cu,
+// registered by family_library.h as on the CPU; both with cuda_backend.h's device check and
+// guard, on the current stream. The Autograd guards of the
 // mutating forms are kernels/cpu/ops.cpp's, for every device. Only c10/cuda headers:
 // ATen/cuda/CUDAContext.h would pull in cuBLAS headers, which a CUDA toolkit need not have.
 #include <ATen/core/Tensor.h>
@@ -48,7 +49,9 @@ const PolyCoeffs* packed_path(const at::Tensor& x, const PolyCoeffs& k) {
   return p;
 }
 
-// Device check and guard: cuda_backend.h's.
+// Device check and guard: cuda_backend.h's. The shipped (Horner) programs run as rows of
+// family_kernels.cu's table, as every function's; the benchmark's Estrin scheme runs
+// gelu_kernels.cu's run-time-coefficient kernels, the packed path its packed kernels.
 struct CudaBackend : cuda::DeviceBackend {
   static void check_degree(const PolyCoeffs& k) {
     TORCH_CHECK(cuda::has_degree(k.degree), "turbogelu: no CUDA kernel compiled for degree ",
@@ -62,9 +65,15 @@ struct CudaBackend : cuda::DeviceBackend {
                                                cuda::current_stream()));
       return;
     }
-    check_degree(k);
-    C10_CUDA_CHECK(cuda::forward(cuda::dtype_of(x), x.const_data_ptr(), out.data_ptr(), x.numel(),
-                                 k, current_scheme(), cuda::current_stream()));
+    if (current_scheme() == Scheme::Estrin) {
+      check_degree(k);
+      C10_CUDA_CHECK(cuda::forward(cuda::dtype_of(x), x.const_data_ptr(), out.data_ptr(), x.numel(),
+                                   k, Scheme::Estrin, cuda::current_stream()));
+      return;
+    }
+    C10_CUDA_CHECK(cuda::family_unary(program.row, kTier_accurate, false, cuda::dtype_of(x),
+                                      x.const_data_ptr(), out.data_ptr(), x.numel(),
+                                      ops::gelu_call(program), cuda::current_stream()));
   }
   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
                               const ops::GeluProgram& program) {
@@ -75,10 +84,16 @@ struct CudaBackend : cuda::DeviceBackend {
                                                 cuda::current_stream()));
       return;
     }
-    check_degree(k);
-    C10_CUDA_CHECK(cuda::backward(cuda::dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
-                                  out.data_ptr(), x.numel(), k, current_scheme(),
-                                  cuda::current_stream()));
+    if (current_scheme() == Scheme::Estrin) {
+      check_degree(k);
+      C10_CUDA_CHECK(cuda::backward(cuda::dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
+                                    out.data_ptr(), x.numel(), k, Scheme::Estrin,
+                                    cuda::current_stream()));
+      return;
+    }
+    C10_CUDA_CHECK(cuda::family_binary(program.row, kTier_accurate, false, cuda::dtype_of(x),
+                                       g.const_data_ptr(), x.const_data_ptr(), out.data_ptr(),
+                                       x.numel(), ops::gelu_call(program), cuda::current_stream()));
   }
 };
 using CudaOps = ops::GeluOps<CudaBackend>;

@@ -236,6 +236,13 @@ inline FamilyCall family_call(FamilyOp op, c10::string_view tier_name, c10::stri
   return c;
 }
 
+// The family's call of a GELU program: its row's accurate tier, with the derivative asked for
+// (the backends that run GELU through the family's kernels).
+inline FamilyCall gelu_call(const GeluProgram& p) {
+  Tier tier;
+  return family_call(p.row, "accurate", p.direct ? "direct" : "matched", 1.0, &tier);
+}
+
 inline void check_like(const at::Tensor& t, const at::Tensor& x, const char* op, const char* what,
                        const char* xname) {
   TORCH_CHECK_TYPE(t.scalar_type() == x.scalar_type(), "turbogelu.", op, ": ", what, " has dtype ",
