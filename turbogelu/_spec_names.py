@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from . import _table
 
-# The GELU forms, named as torch.nn.functional.gelu's ``approximate``.
-MODES = ("none", "tanh")
+# The GELU forms, named as torch.nn.functional.gelu's ``approximate`` (each a row of the table:
+# _table.APPROXIMATE).
+MODES = tuple(_table.APPROXIMATE)
 # The two backward coefficient sets: a fit of GELU' ("direct") or the forward's own derivative.
 BACKWARDS = ("direct", "matched")
 # The coefficient sets of a spec file, in the order the generated code lists them.

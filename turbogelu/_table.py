@@ -73,6 +73,8 @@ GELU = (
     Op("gelu_tanh", "gelu_tanh", "Plain", from_output=False, module="GELU", tiers=("accurate",)),
 )
 APPROXIMATE = {"none": "gelu_none", "tanh": "gelu_tanh"}  # gelu's argument -> its row
+if set(APPROXIMATE.values()) != {o.name for o in GELU}:
+    raise ValueError(f"APPROXIMATE {APPROXIMATE} must name GELU's rows {[o.name for o in GELU]}")
 # exp2's programs are fitted by their own lab module (turbogelu.approx.exp2_programs); the
 # other programs by turbogelu.approx.family_programs.
 OWN_PROGRAMS = ("exp2",)
