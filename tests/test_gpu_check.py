@@ -93,10 +93,12 @@ def test_dry_run_writes_the_two_files_and_exits_0(tmp_path):
         stopped = "the nvcc prefetch was still running after the tests" in summary
         assert stopped or prefetch.count("ok in ") == 4, prefetch + summary
     resources = files["gpu_check/resources.md"]
-    assert b"| float32 forward horner (degree 8) |" in resources or (
+    # GELU's shipped program is its row of family_kernels.cu; gelu_kernels.cu has Estrin's
+    assert b"| float32 gelu_none (accurate) forward (degree 8) |" in resources or (
         b"no resource usage" in resources
     )
-    if b"| float32 forward horner (degree 8) |" in resources:
+    if b"| float32 gelu_none (accurate) forward (degree 8) |" in resources:
+        assert b"| float32 forward estrin (degree 8) |" in resources
         # the family's packed kernels are listed by name too (gpu_check.describe)
         assert b"| bfloat16 packed swiglu (paper) backward (degrees 3, 2) |" in resources
 
