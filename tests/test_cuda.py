@@ -7,7 +7,7 @@ Two parts:
   and the PTX that nvcc makes from gelu_kernels.cu with the build's flags does exactly the
   template's arithmetic (its fma and mul counts, no flush-to-zero, no unfused add), stores 16
   bytes at a time after a peeled head whatever the tensor's address, which is what lets the
-  CPU's exhaustive tests of poly_eval.h speak for the GPU; ptxas gives every kernel at most 64
+  CPU's exhaustive tests of family_eval.h speak for the GPU; ptxas gives every kernel at most 64
   registers and no spill, and the extension sizes its grids with the occupancy API.
 * **run** (needs a GPU; skipped cleanly without one): every op, layout, dtype, special value
   and 16-byte offset on cuda gives the CPU kernels' bits, every bfloat16 / float16 input

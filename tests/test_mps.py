@@ -6,7 +6,7 @@
   (bfloat16 as ushort bits), 3.1 (Metal's bfloat) and 3.2 (the fp pragmas);
 * compiled against that stub and run on the CPU, its kernels give the CPU kernels' bits for
   every bfloat16 / float16 input and float32 values, every coefficient set: the Metal code does
-  poly_eval.h's arithmetic (what remains unproven is Apple's compiler and GPU);
+  family_eval.h's GELU arithmetic (what remains unproven is Apple's compiler and GPU);
 * turbogelu/mps.py, the MPS kernels of the ops: registered; with a fake
   ``torch.mps.compile_shader`` (kernels that call the CPU op for their coefficient set) and the
   device check pointed at the CPU, every op's checks, layouts and out= / in-place handling run.

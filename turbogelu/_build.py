@@ -29,9 +29,10 @@ DEFAULT_ARCH_LIST = "9.0+PTX"
 NVCC_FLAGS = [
     "-O3",
     "-std=c++17",  # gelu_kernels.cu includes no torch header
-    # As -ffp-contract=off for the C++: the kernels fuse only where poly_eval.h calls
-    # __fmaf_rn, so the GPU gives the bits of the CPU kernels and of the numpy replay. IEEE
-    # division, square root and subnormals (no fast math), stated rather than assumed.
+    # As -ffp-contract=off for the C++: the kernels fuse only where family_eval.h and
+    # poly_eval.h call __fmaf_rn, so the GPU gives the bits of the CPU kernels and of the numpy
+    # replay. IEEE division, square root and subnormals (no fast math), stated rather than
+    # assumed.
     "--fmad=false",
     "-ftz=false",
     "-prec-div=true",

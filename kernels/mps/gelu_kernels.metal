@@ -1,7 +1,7 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
 // data/specs/gelu_exact.json and data/specs/gelu_tanh.json (turbogelu/approx/codegen.py).
 //
-// turbogelu's GELU for Apple GPUs: the evaluation of poly_eval.h (Horner) with the
+// turbogelu's GELU for Apple GPUs: the evaluation of family_eval.h's GELU forms (Horner) with the
 // coefficients of gelu_coeffs.h, compiled at first use by torch.mps.compile_shader
 // (turbogelu/mps.py). Each coefficient is the exact decimal expansion of its float32 value
 // (hex beside it), so every compiler reads the same bits.
@@ -113,7 +113,7 @@ constant float TG_COEFFS[TG_SETS][TG_N] = {
     },
 };
 
-// 1/2 + x P(z), and y = x*x (poly_eval.h's gelu_bracket).
+// 1/2 + x P(z), and y = x*x (family_eval.h's XHalfPlusEven and HalfPlusOdd forms in x^2).
 inline float tg_inner(float x, long s, thread float& y) {
   y = x * x;
   const float z = fma(y, TG_SCALE[s], -1.0f);

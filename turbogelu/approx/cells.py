@@ -1,11 +1,11 @@
 """Piecewise-cubic GELU on 32 cells: the CPU's table-driven kernel ("cells").
 
-The polynomial kernel (poly_eval.h's gelu_forward) spends 12 multiply-adds per element; on
+The polynomial kernel (family_eval.h's GELU form) spends 12 multiply-adds per element; on
 the build machine that, not memory, bounds its speed at 1M elements (the benchmark's degree
 curve: ~19 us per extra FMA). A short polynomial per cell needs four: each cell of width
 h = 1/scale ~ 0.34 holds its own cubic, and the four coefficients of a lane's cell are looked
 up by permutes from 32-entry tables held in registers (AVX-512 vpermt2ps). The kernel
-(``gelu_forward_cells`` in kernels/include/turbogelu/poly_eval.h) evaluates::
+(``cells_eval`` in kernels/include/turbogelu/family_eval.h, CellForm XTimes) evaluates::
 
     xc = max(x, -clamp)                 # NaN stays NaN; -inf becomes -clamp
     xi = min(xc, clamp)

@@ -5,9 +5,10 @@
 * ``kernels/include/turbogelu/family_coeffs.h``: the activation family's programs
   (``data/specs/<function>/<tier>.json``) in the shape of ``family_eval.h``, and the list of
   program shapes the kernels instantiate;
-* ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as poly_eval.h written
-  out in Metal, every coefficient an *exact* decimal literal (the float32 value's full decimal
-  expansion, so any compiler reads the same bits; its hex form stands beside it);
+* ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as family_eval.h's GELU
+  forms written out in Metal, every coefficient an *exact* decimal literal (the float32
+  value's full decimal expansion, so any compiler reads the same bits; its hex form stands
+  beside it);
 * ``kernels/mps/family_kernels.metal``: the family's programs of both tiers likewise,
   evaluated as family_eval.h does, with one generic kernel pair per kind of op (family.h's
   Plain, Scaled, Gated) instantiated for each op and tier.
@@ -60,7 +61,8 @@ def render(specs: dict[str, dict], packed: dict | None = None, cells: dict | Non
         "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (and data/specs/packed/,",
         "// data/specs/cells/).",
         "//",
-        "// Polynomial GELU coefficients in the form of poly_eval.h: for |x| <= clamp,",
+        "// Polynomial GELU coefficients (poly_eval.h's PolyCoeffs, which family.h makes the",
+        "// kernels' programs and family_eval.h evaluates): for |x| <= clamp,",
         "//   forward  gelu(x)  ~ x/2 + x^2 P(z),  backward gelu'(x) ~ 1/2 + x Q(z),",
         "//   z = fma(x*x, scale, -1), P(z) = sum c[k] z^k.",
         "// Errors against the exact function of each form, over the grid: uniform"
@@ -119,7 +121,7 @@ def _packed_lines(packed: dict) -> list[str]:
 
 
 def _cell_table(name: str, part: dict) -> list[str]:
-    """A CellTable constant (poly_eval.h) from a cells spec part."""
+    """A CellTable constant (poly_eval.h's type) from a cells spec part."""
     rows = ",\n     ".join("{" + ", ".join(_lit(v) for v in row) + "}" for row in part["table"])
     return [
         f"inline constexpr CellTable {name} = {{",

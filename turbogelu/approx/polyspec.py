@@ -21,7 +21,7 @@ in ``replay.py``, which the shipped kernels' replay uses too). Two orders ("prog
   multiplications, and the last one fused with the reduction's constant part:
   ``fma(y, p, x/2)`` (x/2 + even), ``fma(x, p, 1/2)`` (1/2 + odd), ``x * p`` (odd), ...;
   the window is ``|x| <= fl(L_c)``. (At x = -0.0 ``fma(0, p, -0.0)`` is +0.0.)
-* ``"turbogelu"``: the shipped kernels' sequence (``replay.py``, ``poly_eval.h``):
+* ``"turbogelu"``: the shipped kernels' sequence (``replay.py``, ``family_eval.h``):
   ``h = fma(x, P(z), 1/2)``, forward ``x * h``, backward ``h``, with the window decided on
   ``fl(x*x) <= fl(L_c * L_c)`` (variable "y": the GELU kernels) or on ``|x| <= fl(L_c)``
   (variable "u": the activation family's, ``family_eval.h``). Only for the forms those

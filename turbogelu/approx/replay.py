@@ -1,7 +1,8 @@
 """Replay of the polynomial kernels' arithmetic in numpy, operation for operation: the one
 place the lab evaluates a kernel program.
 
-The shipped kernels (``kernels/include/turbogelu/poly_eval.h``) evaluate::
+GELU's shipped kernels (``kernels/include/turbogelu/family_eval.h``'s forms in x^2, with the
+window on x^2) evaluate::
 
     y = fl(x * x)
     z = fma(y, scale, -1)                  # maps [0, R^2] onto [-1, 1]
@@ -163,8 +164,8 @@ def fma32(a, b, c) -> np.ndarray:
 
 def poly(ar, t, coeffs, scheme: str = "horner"):
     """P(t) = sum c_k t^k in the arithmetic ``ar``, by Horner or by Estrin (the tree of
-    poly_eval.h). ``coeffs``: values of ``ar``'s format, low order first (each may be a row of
-    coefficient vectors broadcast against ``t``)."""
+    poly_eval.h's eval_poly). ``coeffs``: values of ``ar``'s format, low order first (each may
+    be a row of coefficient vectors broadcast against ``t``)."""
     if scheme == "horner":
         p = ar.const(t, coeffs[-1])
         for ck in reversed(coeffs[:-1]):

@@ -2,7 +2,8 @@
 // data/specs/gelu_exact.json and data/specs/gelu_tanh.json (and data/specs/packed/,
 // data/specs/cells/).
 //
-// Polynomial GELU coefficients in the form of poly_eval.h: for |x| <= clamp,
+// Polynomial GELU coefficients (poly_eval.h's PolyCoeffs, which family.h makes the
+// kernels' programs and family_eval.h evaluates): for |x| <= clamp,
 //   forward  gelu(x)  ~ x/2 + x^2 P(z),  backward gelu'(x) ~ 1/2 + x Q(z),
 //   z = fma(x*x, scale, -1), P(z) = sum c[k] z^k.
 // Errors against the exact function of each form, over the grid: uniform [-6.0, 6.0], 1000001 points,

@@ -1,7 +1,7 @@
 //! A part of kernels/mps/gelu_kernels.metal, which `python -m turbogelu codegen`
 //! (turbogelu/approx/codegen.py) writes from it without these //! lines, its @NAME@ fields filled.
 //
-// turbogelu's GELU for Apple GPUs: the evaluation of poly_eval.h (Horner) with the
+// turbogelu's GELU for Apple GPUs: the evaluation of family_eval.h's GELU forms (Horner) with the
 // coefficients of gelu_coeffs.h, compiled at first use by torch.mps.compile_shader
 // (turbogelu/mps.py). Each coefficient is the exact decimal expansion of its float32 value
 // (hex beside it), so every compiler reads the same bits.

@@ -1,7 +1,7 @@
 //! A part of kernels/mps/gelu_kernels.metal, which `python -m turbogelu codegen`
 //! (turbogelu/approx/codegen.py) writes from it without these //! lines.
 
-// 1/2 + x P(z), and y = x*x (poly_eval.h's gelu_bracket).
+// 1/2 + x P(z), and y = x*x (family_eval.h's XHalfPlusEven and HalfPlusOdd forms in x^2).
 inline float tg_inner(float x, long s, thread float& y) {
   y = x * x;
   const float z = fma(y, TG_SCALE[s], -1.0f);
