@@ -13,9 +13,9 @@ CXX_SRC   := $(wildcard kernels/common/*.cpp kernels/cpu/*.cpp kernels/cpu/*.h k
                kernels/bench/*.cpp \
                kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.cpp kernels/cuda/*.h)
 # Generated headers: formatted by their generator, not by clang-format (nor is the generated
-# Metal in kernels/mps/). The Metal test harnesses are formatted like the kernels.
+# Metal in kernels/mps/). The Metal test harness is formatted like the kernels.
 CXX_FMT   := $(filter-out kernels/include/turbogelu/gelu_coeffs.h kernels/include/turbogelu/family_coeffs.h,$(CXX_SRC)) \
-             tests/metal_stub/harness.cpp tests/metal_stub/family_harness.cpp
+             tests/metal_stub/family_harness.cpp
 PYTEST_ARGS ?=
 
 .PHONY: all venv build lint format data test test-all reproduce fit codegen bench sweep \

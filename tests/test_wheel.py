@@ -1,7 +1,7 @@
 """The product outside the checkout: a wheel built from this tree, installed into a scratch
 virtual environment that reuses the pinned torch, runs the ops, reads its specs and Metal
-sources (GELU's and the family's) from package data and registers the MPS kernels (run
-against a fake ``compile_shader``, as tests/test_mps.py and test_mps_family.py do) from a
+source (every row of the kernels' table) from package data and registers the MPS kernels (run
+against a fake ``compile_shader``, as tests/test_mps.py does) from a
 directory that is not the checkout, with no research harness importable.
 
 The wheel is built with pip from this tree as a user would, without the benchmark's probes
@@ -34,7 +34,7 @@ import turbogelu
 from turbogelu import mps, ops
 from turbogelu.approx import spec
 
-out = {"file": turbogelu.__file__, "spec_dir": str(spec.SPEC_DIR), "metal": str(mps.SOURCE),
+out = {"file": turbogelu.__file__, "spec_dir": str(spec.SPEC_DIR),
        "family_metal": str(mps.FAMILY_SOURCE)}
 x = torch.linspace(-6, 6, 1001)
 with ops.use_cpu_kernel("poly"):
@@ -43,25 +43,19 @@ with ops.use_cpu_kernel("poly"):
 out["specs"] = sorted(p.name for p in spec.SPEC_DIR.rglob("*.json"))
 out["exact_range"] = spec.load(spec.spec_path("none"))["range"]
 
-# The MPS kernels against a fake compile_shader whose kernels call the CPU op for their set
-# (the family's: sigmoid's forward in either tier, <op>_<tier>_forward_<type>).
+# The MPS kernels against a fake compile_shader whose kernels, <row>_<tier>_forward_<type>,
+# call the CPU op (GELU's exact form, sigmoid's forward in either tier).
 class Kernel:
     def __init__(self, name):
         self.name = name
     def __call__(self, *args, threads):
-        if self.name in ("sigmoid_accurate_forward_float", "sigmoid_paper_forward_float"):
-            x, o, n = args
+        x, o, n = args
+        if self.name == "gelu_none_accurate_forward_float":
+            o.copy_(torch.ops.turbogelu.gelu(x, "none"))
+        elif self.name in ("sigmoid_accurate_forward_float", "sigmoid_paper_forward_float"):
             o.copy_(torch.ops.turbogelu.sigmoid(x, tier=self.name.split("_")[1]))
-            return
-        *tensors, n, s = args
-        mode, part = mps.SETS[s]
-        backward = part.removeprefix("backward_")
-        if self.name.startswith("gelu_forward"):
-            x, o = tensors
-            o.copy_(torch.ops.turbogelu.gelu(x, mode))
         else:
-            g, x, o = tensors
-            o.copy_(torch.ops.turbogelu.gelu_backward(g, x, mode, backward))
+            raise AssertionError(self.name)
 
 class Library:
     def __getattr__(self, name):
@@ -72,14 +66,14 @@ torch.mps.compile_shader = lambda src: sources.append(src) or Library()
 mps.DEVICE = "cpu"
 with ops.use_cpu_kernel("poly"):
     out["mps_gelu"] = mps.gelu(x).tolist()
-out["metal_compiled"] = sources == [mps.SOURCE.read_text()]
+out["metal_compiled"] = sources == [mps.FAMILY_SOURCE.read_text()]
 out["default_backward"] = mps.default_backward()
 with ops.use_cpu_kernel("poly"):  # the program Metal runs, on any CPU
     out["sigmoid"] = turbogelu.sigmoid(x).tolist()
     out["mps_sigmoid"] = mps.FAMILY_OPS_MPS["sigmoid"](x).tolist()
     out["sigmoid_paper"] = turbogelu.sigmoid(x, tier="paper").tolist()
     out["mps_sigmoid_paper"] = mps.FAMILY_OPS_MPS["sigmoid"](x, tier="paper").tolist()
-out["family_metal_compiled"] = sources[1:] == [mps.FAMILY_SOURCE.read_text()]
+out["family_metal_compiled"] = sources == [mps.FAMILY_SOURCE.read_text()]  # (once)
 out["family_default_backward"] = mps.family_default_backward()
 out["family_default_backward_paper"] = mps.family_default_backward("paper")
 out["bench_probes"] = hasattr(torch.ops.turbogelu_bench, "_stream_copy")
@@ -174,7 +168,7 @@ def test_the_wheel_runs_outside_the_checkout(scratch):
     r = _run([str(py), "-c", PROBE], cwd=run_dir, env=env, timeout=300)
     got = json.loads(r.stdout.strip().splitlines()[-1])
     # turbogelu from the installed wheel, its data inside it, not from the checkout
-    for key in ("file", "spec_dir", "metal", "family_metal"):
+    for key in ("file", "spec_dir", "family_metal"):
         assert not Path(got[key]).is_relative_to(ROOT), (key, got[key])
         assert "site-packages" in got[key], (key, got[key])
     assert got["specs"] == sorted(p.name for p in (ROOT / "data" / "specs").rglob("*.json"))

@@ -18,9 +18,6 @@ MODES = tuple(_table.APPROXIMATE)
 BACKWARDS = ("direct", "matched")
 # The coefficient sets of a spec file, in the order the generated code lists them.
 PARTS = ("forward", "backward_direct", "backward_matched")
-# The Metal kernels' coefficient-set index (their ``set`` argument): codegen writes the tables
-# in this order and mps.py passes the index.
-METAL_SETS = tuple((mode, part) for mode in MODES for part in PARTS)
 
 # The activation family, from its table (turbogelu/_table.py): the functions with fitted
 # programs (data/specs/<function>/<tier>.json; turbogelu.approx.family_programs.FUNCTIONS),
@@ -29,10 +26,15 @@ METAL_SETS = tuple((mode, part) for mode in MODES for part in PARTS)
 FAMILY_FUNCTIONS = _table.fitted_functions()
 FAMILY_TIERS = _table.TIERS
 FAMILY_OPS = tuple((o.name, o.program, o.kind) for o in _table.OPS)
+# GELU's rows of the kernels' table, X(row, its programs, kind) (family.h's TG_GELU_OPS).
+GELU_OPS = tuple((o.name, o.program, o.kind) for o in _table.GELU)
 # exp2 (data/specs/exp2/, turbogelu.approx.exp2_programs) is a Plain op of its own programs.
-# The family's Metal programs, (function, tier, part) in the order of their index
+# The Metal programs, (function, tier, part) in the order of their index
 # (kernels/mps/family_kernels.metal's tables; mps.py passes the derivative's index to the
-# backward kernels): the accurate tier's first, then the paper tier's.
-FAMILY_METAL_PROGRAMS = tuple(
-    (fn, tier, part) for tier in FAMILY_TIERS for fn in FAMILY_FUNCTIONS for part in PARTS
-) + tuple(("exp2", tier, part) for tier in FAMILY_TIERS for part in PARTS)  # exp2's, last
+# backward kernels): the family's, the accurate tier's first, then the paper tier's; exp2's;
+# GELU's (its rows' programs, accurate tier only).
+FAMILY_METAL_PROGRAMS = (
+    tuple((fn, tier, part) for tier in FAMILY_TIERS for fn in FAMILY_FUNCTIONS for part in PARTS)
+    + tuple(("exp2", tier, part) for tier in FAMILY_TIERS for part in PARTS)
+    + tuple((fn, "accurate", part) for _, fn, _ in GELU_OPS for part in PARTS)
+)

@@ -1,18 +1,21 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/<tier>.json (turbogelu/approx/codegen.py).
+// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,
+// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (turbogelu/approx/codegen.py).
 //
-// turbogelu's activation family for Apple GPUs (sigmoid, tanh, silu, softcap, swiglu, exp2) in both
-// tiers (accurate, paper): the evaluation of family_eval.h with the programs of
-// family_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
+// turbogelu's kernels for Apple GPUs, every row of the kernels' table: GELU (both forms), and
+// the activation family (sigmoid, tanh, silu, softcap, swiglu, softplus, exp2) in both tiers
+// (accurate, paper): the evaluation of family_eval.h with the programs of family_coeffs.h
+// and gelu_coeffs.h, compiled at first use by torch.mps.compile_shader (turbogelu/mps.py). Each
 // coefficient, clamp and scale is the exact decimal expansion of its float32 value (hex beside
 // it), so every compiler reads the same bits.
 //
-//   u = |x|, v = u (or fl(u * u): a program in x^2), z = fma(v, scale, -1), p = P(z) by
+//   u = |x|, v = u (or fl(x * x): a program in x^2), z = fma(v, scale, -1), p = P(z) by
 //   Horner with fma, then the program's form:
 //     HalfPlusOdd fma(x, p, 1/2), Odd x * p, XHalfPlusEven x * fma(x, p, 1/2),
 //     XHalfPlus fl(x * 1/2) + p (two roundings), Even p;
-//   for u > clamp the asymptote, x > 0 ? above : below (the x/2 forms: x, or -0.0 below);
-//   NaN compares false and stays in the polynomial. The three kinds of op:
+//   for u > clamp (GELU's programs: fl(x * x) > fl(clamp * clamp)) the asymptote,
+//   x > 0 ? above : below (the x/2 forms: x, or -0.0 below); NaN compares false and stays in
+//   the polynomial. The three kinds of op:
 //     Plain   f(x);                   backward grad * f'(x)
 //     Scaled  cap * f(x * inv);       backward grad * f'(x * inv)    (inv = 1/cap in float32)
 //     Gated   f(a) * b;               backward ((grad * b) * f'(a), grad * f(a))
@@ -29,11 +32,14 @@
 //   21-23: softplus paper
 //   24-26: exp2 accurate
 //   27-29: exp2 paper
+//   30-32: gelu_none accurate
+//   33-35: gelu_tanh accurate
 // Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
 // pair per kind of op instantiated for each op, tier and storage type.
-// The default backward (read by turbogelu/mps.py), per tier and function:
+// The default backward, per tier and function (turbogelu/mps.py reads it from the specs):
 // default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct, softplus=direct, exp2=direct
 // default_backward (paper): sigmoid=direct, tanh=matched, silu=matched, softplus=direct, exp2=direct
+// default_backward (GELU, accurate): gelu_none=direct, gelu_tanh=direct
 // float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
 // float64 on Apple GPUs.
 #include <metal_stdlib>
@@ -47,7 +53,7 @@ using namespace metal;
 #endif
 
 #define TG_FAMILY_N 14  // coefficients per row (the highest degree + 1)
-#define TG_FAMILY_PROGRAMS 30
+#define TG_FAMILY_PROGRAMS 36
 
 constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     10.44999980926513671875f,  // 0: sigmoid accurate forward: 0x1.4e6666p+3
@@ -80,6 +86,12 @@ constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 27: exp2 paper forward: 0x0p+0
     0.0f,  // 28: exp2 paper backward_direct: 0x0p+0
     0.0f,  // 29: exp2 paper backward_matched: 0x0p+0
+    4.38899993896484375f,  // 30: gelu_none accurate forward: 0x1.18e56p+2
+    4.38899993896484375f,  // 31: gelu_none accurate backward_direct: 0x1.18e56p+2
+    4.38899993896484375f,  // 32: gelu_none accurate backward_matched: 0x1.18e56p+2
+    4.25f,  // 33: gelu_tanh accurate forward: 0x1.1p+2
+    4.25f,  // 34: gelu_tanh accurate backward_direct: 0x1.1p+2
+    4.25f,  // 35: gelu_tanh accurate backward_matched: 0x1.1p+2
 };
 constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.1913875639438629150390625f,  // 0: 0x1.87f634p-3
@@ -112,6 +124,12 @@ constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 27: 0x0p+0
     0.0f,  // 28: 0x0p+0
     0.0f,  // 29: 0x0p+0
+    0.10382425785064697265625f,  // 30: 0x1.a943ap-4
+    0.10382425785064697265625f,  // 31: 0x1.a943ap-4
+    0.10382425785064697265625f,  // 32: 0x1.a943ap-4
+    0.110726647078990936279296875f,  // 33: 0x1.c5894ep-4
+    0.110726647078990936279296875f,  // 34: 0x1.c5894ep-4
+    0.110726647078990936279296875f,  // 35: 0x1.c5894ep-4
 };
 // The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: x itself
 // above; below -0.0 for XHalfPlusEven and XHalfPlus, this for XHalfPlusNonNeg).
@@ -146,6 +164,12 @@ constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 27
     0.0f,  // 28
     0.0f,  // 29
+    -0.0f,  // 30
+    0.0f,  // 31
+    0.0f,  // 32
+    -0.0f,  // 33
+    0.0f,  // 34
+    0.0f,  // 35
 };
 constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     1.0f,  // 0
@@ -178,6 +202,12 @@ constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 27
     0.0f,  // 28
     0.0f,  // 29
+    0.0f,  // 30
+    1.0f,  // 31
+    1.0f,  // 32
+    0.0f,  // 33
+    1.0f,  // 34
+    1.0f,  // 35
 };
 constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
     {  // 0: sigmoid accurate forward: HalfPlusOdd, degree 11
@@ -660,26 +690,129 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
+    {  // 30: gelu_none accurate forward: XHalfPlusEven, in x^2 (window on x^2), degree 8
+        0.16079850494861602783203125f,  // c[0] = 0x1.4950bap-3
+        -0.078771121799945831298828125f,  // c[1] = -0x1.42a582p-4
+        0.05529296398162841796875f,  // c[2] = 0x1.c4f5cp-5
+        -0.0400310419499874114990234375f,  // c[3] = -0x1.47ef2ep-5
+        0.02670387364923954010009765625f,  // c[4] = 0x1.b5842ap-6
+        -0.01588469557464122772216796875f,  // c[5] = -0x1.04413ep-6
+        0.010854269377887248992919921875f,  // c[6] = 0x1.63ac36p-7
+        -0.007735951803624629974365234375f,  // c[7] = -0x1.fafbbcp-8
+        0.0026943427510559558868408203125f,  // c[8] = 0x1.612724p-9
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 31: gelu_none accurate backward_direct: HalfPlusOdd, in x^2 (window on x^2), degree 8
+        0.16401530802249908447265625f,  // c[0] = 0x1.4fe742p-3
+        -0.093864500522613525390625f,  // c[1] = -0x1.80781p-4
+        0.093173503875732421875f,  // c[2] = 0x1.7da38p-4
+        -0.107058696448802947998046875f,  // c[3] = -0x1.b6832ep-4
+        0.09844176471233367919921875f,  // c[4] = 0x1.9337acp-4
+        -0.0593995116651058197021484375f,  // c[5] = -0x1.e699cep-5
+        0.062102429568767547607421875f,  // c[6] = 0x1.fcbe3cp-5
+        -0.081248700618743896484375f,  // c[7] = -0x1.4ccb7p-4
+        0.0378224290907382965087890625f,  // c[8] = 0x1.35d762p-5
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 32: gelu_none accurate backward_matched: HalfPlusOdd, in x^2 (window on x^2), degree 8
+        0.16405476629734039306640625f,  // c[0] = 0x1.4ffbf2p-3
+        -0.0939126312732696533203125f,  // c[1] = -0x1.80aa88p-4
+        0.091571532189846038818359375f,  // c[2] = 0x1.7713b6p-4
+        -0.10661734640598297119140625f,  // c[3] = -0x1.b4b464p-4
+        0.108191780745983123779296875f,  // c[4] = 0x1.bb274ep-4
+        -0.0603651143610477447509765625f,  // c[5] = -0x1.ee82d2p-5
+        0.043656446039676666259765625f,  // c[6] = 0x1.65a234p-5
+        -0.080665744841098785400390625f,  // c[7] = -0x1.4a682ap-4
+        0.04849816858768463134765625f,  // c[8] = 0x1.8d4c08p-5
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 33: gelu_tanh accurate forward: XHalfPlusEven, in x^2 (window on x^2), degree 8
+        0.1659808456897735595703125f,  // c[0] = 0x1.53edc4p-3
+        -0.080883003771305084228515625f,  // c[1] = -0x1.4b4bfap-4
+        0.055771924555301666259765625f,  // c[2] = 0x1.c8e234p-5
+        -0.038998015224933624267578125f,  // c[3] = -0x1.3f78c4p-5
+        0.0248392187058925628662109375f,  // c[4] = 0x1.96f73cp-6
+        -0.01400230638682842254638671875f,  // c[5] = -0x1.cad3dcp-7
+        0.009250047616660594940185546875f,  // c[6] = 0x1.2f1b06p-7
+        -0.00668399035930633544921875f,  // c[7] = -0x1.b60acp-8
+        0.00237242528237402439117431640625f,  // c[8] = 0x1.36f562p-9
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 34: gelu_tanh accurate backward_direct: HalfPlusOdd, in x^2 (window on x^2), degree 8
+        0.17016284167766571044921875f,  // c[0] = 0x1.5c7e56p-3
+        -0.10035024583339691162109375f,  // c[1] = -0x1.9b08dcp-4
+        0.102021895349025726318359375f,  // c[2] = 0x1.a1e1b6p-4
+        -0.114026486873626708984375f,  // c[3] = -0x1.d30d7p-4
+        0.099849425256252288818359375f,  // c[4] = 0x1.98fbb6p-4
+        -0.0554567389190196990966796875f,  // c[5] = -0x1.c64d36p-5
+        0.0521953217685222625732421875f,  // c[6] = 0x1.ab9586p-5
+        -0.069914944469928741455078125f,  // c[7] = -0x1.1e5f22p-4
+        0.0332253873348236083984375f,  // c[8] = 0x1.102ebp-5
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 35: gelu_tanh accurate backward_matched: HalfPlusOdd, in x^2 (window on x^2), degree 8
+        0.17019568383693695068359375f,  // c[0] = 0x1.5c8f8ep-3
+        -0.100444316864013671875f,  // c[1] = -0x1.9b6b8p-4
+        0.100643455982208251953125f,  // c[2] = 0x1.9c3c5p-4
+        -0.1132703721523284912109375f,  // c[3] = -0x1.cff498p-4
+        0.10836912691593170166015625f,  // c[4] = 0x1.bbe144p-4
+        -0.0570271052420139312744140625f,  // c[5] = -0x1.d32a82p-5
+        0.035924799740314483642578125f,  // c[6] = 0x1.264bc4p-5
+        -0.068985044956207275390625f,  // c[7] = -0x1.1a901p-4
+        0.0427036546170711517333984375f,  // c[8] = 0x1.5dd40ep-5
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
 };
 
 // The ops (family.h's TG_FAMILY_OPS) in each tier: X(op, tier, kind, forward program,
-// forward form, forward coefficients, forward in x^2, derivative form, derivative
-// coefficients, derivative in x^2), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.
+// forward form, forward coefficients, forward variable, derivative form, derivative
+// coefficients, derivative variable), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.
 #define TG_FAMILY_OPS(X) \
-  X(sigmoid, accurate, PLAIN, 0, TG_HALF_PLUS_ODD, 12, false, TG_EVEN, 12, false) \
-  X(sigmoid, paper, PLAIN, 12, TG_HALF_PLUS_ODD, 3, false, TG_EVEN, 5, false) \
-  X(tanh, accurate, PLAIN, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
-  X(tanh, paper, PLAIN, 15, TG_ODD, 4, false, TG_EVEN, 4, false) \
-  X(silu, accurate, PLAIN, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
-  X(silu, paper, PLAIN, 18, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
-  X(softcap, accurate, SCALED, 3, TG_ODD, 13, false, TG_EVEN, 13, false) \
-  X(softcap, paper, SCALED, 15, TG_ODD, 4, false, TG_EVEN, 4, false) \
-  X(swiglu, accurate, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, false, TG_HALF_PLUS_ODD, 14, false) \
-  X(swiglu, paper, GATED, 18, TG_X_HALF_PLUS, 4, true, TG_HALF_PLUS_ODD, 3, true) \
-  X(exp2, accurate, PLAIN, 24, TG_EXP2_NEAREST, 6, false, TG_EXP2_NEAREST, 6, false) \
-  X(exp2, paper, PLAIN, 27, TG_EXP2_FLOOR, 3, false, TG_EXP2_FLOOR, 3, false) \
-  X(softplus, accurate, PLAIN, 9, TG_X_HALF_PLUS_NON_NEG, 11, false, TG_HALF_PLUS_SIGNED, 11, false) \
-  X(softplus, paper, PLAIN, 21, TG_X_HALF_PLUS_NON_NEG, 11, false, TG_HALF_PLUS_SIGNED, 11, false)
+  X(sigmoid, accurate, PLAIN, 0, TG_HALF_PLUS_ODD, 12, TG_ABS, TG_EVEN, 12, TG_ABS) \
+  X(sigmoid, paper, PLAIN, 12, TG_HALF_PLUS_ODD, 3, TG_ABS, TG_EVEN, 5, TG_ABS) \
+  X(tanh, accurate, PLAIN, 3, TG_ODD, 13, TG_ABS, TG_EVEN, 13, TG_ABS) \
+  X(tanh, paper, PLAIN, 15, TG_ODD, 4, TG_ABS, TG_EVEN, 4, TG_ABS) \
+  X(silu, accurate, PLAIN, 6, TG_X_HALF_PLUS_EVEN, 14, TG_ABS, TG_HALF_PLUS_ODD, 14, TG_ABS) \
+  X(silu, paper, PLAIN, 18, TG_X_HALF_PLUS, 4, TG_SQUARE, TG_HALF_PLUS_ODD, 3, TG_SQUARE) \
+  X(softcap, accurate, SCALED, 3, TG_ODD, 13, TG_ABS, TG_EVEN, 13, TG_ABS) \
+  X(softcap, paper, SCALED, 15, TG_ODD, 4, TG_ABS, TG_EVEN, 4, TG_ABS) \
+  X(swiglu, accurate, GATED, 6, TG_X_HALF_PLUS_EVEN, 14, TG_ABS, TG_HALF_PLUS_ODD, 14, TG_ABS) \
+  X(swiglu, paper, GATED, 18, TG_X_HALF_PLUS, 4, TG_SQUARE, TG_HALF_PLUS_ODD, 3, TG_SQUARE) \
+  X(exp2, accurate, PLAIN, 24, TG_EXP2_NEAREST, 6, TG_ABS, TG_EXP2_NEAREST, 6, TG_ABS) \
+  X(exp2, paper, PLAIN, 27, TG_EXP2_FLOOR, 3, TG_ABS, TG_EXP2_FLOOR, 3, TG_ABS) \
+  X(softplus, accurate, PLAIN, 9, TG_X_HALF_PLUS_NON_NEG, 11, TG_ABS, TG_HALF_PLUS_SIGNED, 11, TG_ABS) \
+  X(softplus, paper, PLAIN, 21, TG_X_HALF_PLUS_NON_NEG, 11, TG_ABS, TG_HALF_PLUS_SIGNED, 11, TG_ABS)
+// GELU's rows (family.h's TG_GELU_OPS), approximate='none' and 'tanh' of the op gelu:
+// the accurate tier only (GELU has no other).
+#define TG_GELU_OPS(X) \
+  X(gelu_none, accurate, PLAIN, 30, TG_X_HALF_PLUS_EVEN, 9, TG_SQUARE_WINDOW, TG_HALF_PLUS_ODD, 9, TG_SQUARE_WINDOW) \
+  X(gelu_tanh, accurate, PLAIN, 33, TG_X_HALF_PLUS_EVEN, 9, TG_SQUARE_WINDOW, TG_HALF_PLUS_ODD, 9, TG_SQUARE_WINDOW)
+// Every row of the kernels' table.
+#define TG_KERNEL_OPS(X) TG_FAMILY_OPS(X) TG_GELU_OPS(X)
 
 // family_eval.h's Form of a program.
 enum tg_form {
@@ -693,6 +826,12 @@ enum tg_form {
   TG_HALF_PLUS_SIGNED = 7,
   TG_X_HALF_PLUS_NON_NEG = 8
 };
+
+// A program's variable and window (family_eval.h's template flags Y and W): |x|, fl(x^2), both
+// with the window |x| <= clamp; or fl(x^2) with the window fl(x^2) <= fl(clamp^2) (GELU's
+// programs, whose specs state that window; for a clamp whose square is a normal float32 it
+// decides as |x| <= clamp does, without the |x|).
+enum tg_variable { TG_ABS = 0, TG_SQUARE = 1, TG_SQUARE_WINDOW = 2 };
 
 // exp2 (family_eval.h's exp2_eval, float32): x clamped to [-151, 129] by compares (NaN
 // passes), rint by the magic-number addition (Exp2Floor: of x - 1/2), f = x - n exactly,
@@ -716,22 +855,22 @@ inline float tg_exp2_eval(float x, int p) {
   return m * hi;
 }
 
-// f(x) by program p, of form F with N coefficients, its variable made from x^2 where Y
-// (family_eval.h's family_eval).
+// f(x) by program p, of form F with N coefficients and variable V (family_eval.h's
+// family_eval).
 //
 // XHalfPlus is the one place where a product feeds a sum outside fma(): fl(x * 1/2) + p, two
 // rounded operations as on the CPU. Metal >= 3.2 does not fuse them (fp contract(off) above).
 // Below 3.2 there is no pragma and the compile options decide, as for every kernel here
 // (torch.mps.compile_shader: fast math off); were the two fused into fma(x, 1/2, p), the bits
 // would not change: x * 1/2 is exact unless |x| < 2^-125, where z rounds to -1, so p = P(-1),
-// and |x / 2| < 2^-126 is under half an ulp of P(-1) (tests/test_mps_family.py checks this of
+// and |x / 2| < 2^-126 is under half an ulp of P(-1) (tests/test_mps.py checks this of
 // every such program, and runs these kernels compiled with contraction).
-template <int F, int N, bool Y>
+template <int F, int N, int V>
 inline float tg_family_eval(float x, int p) {
   if (F == TG_EXP2_NEAREST || F == TG_EXP2_FLOOR) return tg_exp2_eval<F, N>(x, p);
   const float u = fabs(x);
   float v = u;
-  if (Y) v = u * u;  // rounded to float before the fma
+  if (V != TG_ABS) v = x * x;  // rounded to float before the fma
   const float z = fma(v, TG_FAMILY_SCALE[p], -1.0f);
   float q = TG_FAMILY_COEFFS[p][N - 1];
   for (int k = N - 2; k >= 0; --k) q = fma(q, z, TG_FAMILY_COEFFS[p][k]);
@@ -753,7 +892,8 @@ inline float tg_family_eval(float x, int p) {
   if (F == TG_X_HALF_PLUS_NON_NEG || F == TG_HALF_PLUS_SIGNED) {
     r = r < 0.0f ? 0.0f : r;  // floored at +0 (NaN stays)
   }
-  const bool outside = u > TG_FAMILY_CLAMP[p];
+  const float c = TG_FAMILY_CLAMP[p];
+  const bool outside = V == TG_SQUARE_WINDOW ? v > c * c : u > c;  // NaN: inside
   if (F == TG_X_HALF_PLUS_EVEN || F == TG_X_HALF_PLUS) {
     return outside ? (x > 0.0f ? x : -0.0f) : r;
   }
@@ -764,36 +904,36 @@ inline float tg_family_eval(float x, int p) {
 }
 
 // The element functions of the three kinds (family_eval.h's), over float: f is the forward
-// program pf, of shape (FF, NF, YF), f' the derivative program d, of shape (FD, ND, YD).
+// program pf, of shape (FF, NF, VF), f' the derivative program d, of shape (FD, ND, VD).
 // Always multiply by the gradient: a NaN gradient stays NaN where the derivative is 0.
-template <int FF, int NF, bool YF>
+template <int FF, int NF, int VF>
 inline float tg_plain_forward(float x, int pf) {
-  return tg_family_eval<FF, NF, YF>(x, pf);
+  return tg_family_eval<FF, NF, VF>(x, pf);
 }
-template <int FD, int ND, bool YD>
+template <int FD, int ND, int VD>
 inline float tg_plain_backward(float g, float x, int d) {
-  return g * tg_family_eval<FD, ND, YD>(x, d);
+  return g * tg_family_eval<FD, ND, VD>(x, d);
 }
-template <int FF, int NF, bool YF>
+template <int FF, int NF, int VF>
 inline float tg_scaled_forward(float x, int pf, float inv, float cap) {
-  return cap * tg_family_eval<FF, NF, YF>(x * inv, pf);
+  return cap * tg_family_eval<FF, NF, VF>(x * inv, pf);
 }
-template <int FD, int ND, bool YD>
+template <int FD, int ND, int VD>
 inline float tg_scaled_backward(float g, float x, int d, float inv) {
-  return g * tg_family_eval<FD, ND, YD>(x * inv, d);
+  return g * tg_family_eval<FD, ND, VD>(x * inv, d);
 }
-template <int FF, int NF, bool YF>
+template <int FF, int NF, int VF>
 inline float tg_gated_forward(float a, float b, int pf) {
-  return tg_family_eval<FF, NF, YF>(a, pf) * b;
+  return tg_family_eval<FF, NF, VF>(a, pf) * b;
 }
 struct tg_pair {
   float first, second;
 };
-template <int FF, int NF, bool YF, int FD, int ND, bool YD>
+template <int FF, int NF, int VF, int FD, int ND, int VD>
 inline tg_pair tg_gated_backward(float g, float a, float b, int pf, int d) {
   tg_pair r;
-  r.first = (g * b) * tg_family_eval<FD, ND, YD>(a, d);
-  r.second = g * tg_family_eval<FF, NF, YF>(a, pf);
+  r.first = (g * b) * tg_family_eval<FD, ND, VD>(a, d);
+  r.second = g * tg_family_eval<FF, NF, VF>(a, pf);
   return r;
 }
 
@@ -817,15 +957,15 @@ inline float tg_load(half v) { return float(v); }
 inline half tg_store(float v, half) { return half(v); }
 
 // One kernel pair per op kind, instantiated per op, tier and storage type: OP##_##TIER names
-// the pair, PF is its forward program, (FF, NF, YF) and (FD, ND, YD) the shapes. One element
+// the pair, PF is its forward program, (FF, NF, VF) and (FD, ND, VD) the shapes. One element
 // per thread, the grid has n threads (or more: hence the guard). Storage is widened to float
 // and rounded once.
-#define TG_PLAIN_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \
+#define TG_PLAIN_KERNELS(OP, TIER, PF, FF, NF, VF, FD, ND, VD, T, NAME)                   \
   kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \
                                            device T* out [[buffer(1)]],                  \
                                            constant long& n [[buffer(2)]],               \
                                            uint i [[thread_position_in_grid]]) {         \
-    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF, YF>(tg_load(x[i]), PF), T());  \
+    if (i < n) out[i] = tg_store(tg_plain_forward<FF, NF, VF>(tg_load(x[i]), PF), T());  \
   }                                                                                      \
   kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \
                                             device const T* x [[buffer(1)]],             \
@@ -835,10 +975,10 @@ inline half tg_store(float v, half) { return half(v); }
                                             uint i [[thread_position_in_grid]]) {        \
     if (i < n)                                                                           \
       out[i] = tg_store(                                                                 \
-          tg_plain_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d)), T());     \
+          tg_plain_backward<FD, ND, VD>(tg_load(g[i]), tg_load(x[i]), int(d)), T());     \
   }
 
-#define TG_SCALED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                  \
+#define TG_SCALED_KERNELS(OP, TIER, PF, FF, NF, VF, FD, ND, VD, T, NAME)                  \
   kernel void OP##_##TIER##_forward_##NAME(device const T* x [[buffer(0)]],              \
                                            device T* out [[buffer(1)]],                  \
                                            constant long& n [[buffer(2)]],               \
@@ -847,7 +987,7 @@ inline half tg_store(float v, half) { return half(v); }
                                            uint i [[thread_position_in_grid]]) {         \
     if (i < n)                                                                           \
       out[i] =                                                                           \
-          tg_store(tg_scaled_forward<FF, NF, YF>(tg_load(x[i]), PF, inv, cap), T());     \
+          tg_store(tg_scaled_forward<FF, NF, VF>(tg_load(x[i]), PF, inv, cap), T());     \
   }                                                                                      \
   kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \
                                             device const T* x [[buffer(1)]],             \
@@ -858,11 +998,11 @@ inline half tg_store(float v, half) { return half(v); }
                                             uint i [[thread_position_in_grid]]) {        \
     if (i < n)                                                                           \
       out[i] = tg_store(                                                                 \
-          tg_scaled_backward<FD, ND, YD>(tg_load(g[i]), tg_load(x[i]), int(d), inv),     \
+          tg_scaled_backward<FD, ND, VD>(tg_load(g[i]), tg_load(x[i]), int(d), inv),     \
           T());                                                                          \
   }
 
-#define TG_GATED_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, T, NAME)                   \
+#define TG_GATED_KERNELS(OP, TIER, PF, FF, NF, VF, FD, ND, VD, T, NAME)                   \
   kernel void OP##_##TIER##_forward_##NAME(device const T* a [[buffer(0)]],              \
                                            device const T* b [[buffer(1)]],              \
                                            device T* out [[buffer(2)]],                  \
@@ -870,7 +1010,7 @@ inline half tg_store(float v, half) { return half(v); }
                                            uint i [[thread_position_in_grid]]) {         \
     if (i < n)                                                                           \
       out[i] =                                                                           \
-          tg_store(tg_gated_forward<FF, NF, YF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \
+          tg_store(tg_gated_forward<FF, NF, VF>(tg_load(a[i]), tg_load(b[i]), PF), T()); \
   }                                                                                      \
   kernel void OP##_##TIER##_backward_##NAME(device const T* g [[buffer(0)]],             \
                                             device const T* a [[buffer(1)]],             \
@@ -883,7 +1023,7 @@ inline half tg_store(float v, half) { return half(v); }
     if (i < n) {                                                                         \
       /* every input is read before either output is written: out_a or out_b may be */   \
       /* one of the inputs */                                                            \
-      const tg_pair r = tg_gated_backward<FF, NF, YF, FD, ND, YD>(                       \
+      const tg_pair r = tg_gated_backward<FF, NF, VF, FD, ND, VD>(                       \
           tg_load(g[i]), tg_load(a[i]), tg_load(b[i]), PF, int(d));                      \
       out_a[i] = tg_store(r.first, T());                                                 \
       out_b[i] = tg_store(r.second, T());                                                \
@@ -892,9 +1032,9 @@ inline half tg_store(float v, half) { return half(v); }
 
 // Every op in every tier for every storage type: <op>_<tier>_forward_<type>,
 // <op>_<tier>_backward_<type>.
-#define TG_FAMILY_KERNELS(OP, TIER, KIND, PF, FF, NF, YF, FD, ND, YD)     \
-  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, float, float) \
-  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, half, half)   \
-  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, YF, FD, ND, YD, tg_bf16, bfloat)
+#define TG_FAMILY_KERNELS(OP, TIER, KIND, PF, FF, NF, VF, FD, ND, VD)     \
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, VF, FD, ND, VD, float, float) \
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, VF, FD, ND, VD, half, half)   \
+  TG_##KIND##_KERNELS(OP, TIER, PF, FF, NF, VF, FD, ND, VD, tg_bf16, bfloat)
 
-TG_FAMILY_OPS(TG_FAMILY_KERNELS)
+TG_KERNEL_OPS(TG_FAMILY_KERNELS)

@@ -1,9 +1,10 @@
 // Runs the generated family Metal kernels on the CPU through the stub header
-// (tests/test_mps_family.py):
+// (tests/test_mps.py):
 //
 //   family_harness OP TIER TYPE IN OUT
 //
-// OP and TIER: an (op, tier) of the source's TG_FAMILY_OPS (its kernels <op>_<tier>_*);
+// OP and TIER: an (op, tier) of the source's TG_KERNEL_OPS (its kernels <op>_<tier>_*;
+// GELU's rows gelu_none and gelu_tanh among them);
 // TYPE: float | half | bfloat.
 // IN holds int64 n, int64 d[2] (two derivative programs), float inv, float cap, then grad[n],
 // a[n] and b[n] in TYPE's storage. OUT receives the forward (Plain, Scaled: of a; Gated: of
@@ -94,14 +95,14 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[3], #NAME))                                      \
     return run_##KIND<T>(argv[4], argv[5], OP##_##TIER##_forward_##NAME, \
                          OP##_##TIER##_backward_##NAME);
-#define TG_RUN(OP, TIER, KIND, PF, FF, NF, YF, FD, ND, YD)          \
+#define TG_RUN(OP, TIER, KIND, PF, FF, NF, VF, FD, ND, VD)          \
   if (!std::strcmp(argv[1], #OP) && !std::strcmp(argv[2], #TIER)) { \
     TG_RUN_TYPE(OP, TIER, KIND, float, float)                       \
     TG_RUN_TYPE(OP, TIER, KIND, metal::half, half)                  \
     TG_RUN_TYPE(OP, TIER, KIND, tg_bf16, bfloat)                    \
     return 2;                                                       \
   }
-  TG_FAMILY_OPS(TG_RUN)
+  TG_KERNEL_OPS(TG_RUN)
 #undef TG_RUN
 #undef TG_RUN_TYPE
   return 2;

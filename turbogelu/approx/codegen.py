@@ -5,13 +5,12 @@
 * ``kernels/include/turbogelu/family_coeffs.h``: the activation family's programs
   (``data/specs/<function>/<tier>.json``) in the shape of ``family_eval.h``, and the list of
   program shapes the kernels instantiate;
-* ``kernels/mps/gelu_kernels.metal`` (Apple GPUs), the same evaluation as family_eval.h's GELU
-  forms written out in Metal, every coefficient an *exact* decimal literal (the float32
-  value's full decimal expansion, so any compiler reads the same bits; its hex form stands
-  beside it);
-* ``kernels/mps/family_kernels.metal``: the family's programs of both tiers likewise,
-  evaluated as family_eval.h does, with one generic kernel pair per kind of op (family.h's
-  Plain, Scaled, Gated) instantiated for each op and tier.
+* ``kernels/mps/family_kernels.metal`` (Apple GPUs): every program of the kernels' table
+  (GELU's two forms, the family's in both tiers, exp2's) evaluated as family_eval.h does,
+  written out in Metal, every coefficient an *exact* decimal literal (the float32 value's full
+  decimal expansion, so any compiler reads the same bits; its hex form stands beside it), with
+  one generic kernel pair per kind of op (family.h's Plain, Scaled, Gated) instantiated for
+  each op and tier.
 
 So the bits the kernels use are the bits the spec's errors were measured for; a test
 regenerates every file and compares (``python -m turbogelu codegen --check``).
@@ -30,7 +29,6 @@ from . import spec as specmod
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 HEADER = KERNELS / "include" / "turbogelu" / "gelu_coeffs.h"
 FAMILY_HEADER = KERNELS / "include" / "turbogelu" / "family_coeffs.h"
-METAL = KERNELS / "mps" / "gelu_kernels.metal"
 MODES = specmod.MODES
 # C++ identifiers for the three coefficient sets of a spec.
 PART_NAMES = {"forward": "forward", "backward_direct": "backward_direct",
@@ -196,10 +194,6 @@ def generate(spec_dir: Path | None = None) -> str:
 
 # ---------------------------------------------------------------- Metal
 
-# The coefficient sets of the Metal kernels, in the order of their index (the kernels' `set`
-# argument; turbogelu/mps.py passes it).
-METAL_SETS = specmod.METAL_SETS
-
 
 def exact_decimal(hexstr: str) -> str:
     """The float32 value of a hex literal as its exact (finite) decimal expansion."""
@@ -210,41 +204,6 @@ def exact_decimal(hexstr: str) -> str:
 
 def _metal_lit(hexstr: str) -> str:
     return f"{exact_decimal(hexstr)}f"
-
-
-def render_metal(specs: dict[str, dict]) -> str:
-    n = 1 + max(specs[m][p]["degree"] for m, p in METAL_SETS)
-    clamps, scales, rows = [], [], []
-    for i, (mode, part) in enumerate(METAL_SETS):
-        s = specs[mode][part]
-        # Leading zeros pad a lower degree: fma(0, z, c) = c, so Horner's result is unchanged.
-        coeffs = ["0x0p+0"] * (n - 1 - s["degree"]) + list(reversed(s["coefficients"]))
-        coeffs = list(reversed(coeffs))
-        clamps.append(f"    {_metal_lit(s['clamp'])},  // {i}: {mode} {part}: {s['clamp']}")
-        scales.append(f"    {_metal_lit(s['scale'])},  // {i}: {s['scale']}")
-        rows.append(f"    {{  // {i}: approximate={mode!r}, {part} (degree {s['degree']})")
-        rows += [f"        {_metal_lit(c)},  // c[{k}] = {c}" for k, c in enumerate(coeffs)]
-        rows.append("    },")
-    sets = ", ".join(f"{i} = {m} {p}" for i, (m, p) in enumerate(METAL_SETS))
-    defaults = ", ".join(f"{m}={specs[m]['default_backward']}" for m in MODES)
-    gelu_specs = "data/specs/gelu_exact.json and data/specs/gelu_tanh.json"
-    head = _metal_head("gelu_head.metal", gelu_specs, SETS=sets, DEFAULTS=defaults)
-    head += template("prelude.metal")
-    tables = [
-        f"#define TG_N {n}  // coefficients per set (the highest degree + 1)",
-        f"#define TG_SETS {len(METAL_SETS)}",
-        "",
-        "constant float TG_CLAMP[TG_SETS] = {",
-        *clamps,
-        "};",
-        "constant float TG_SCALE[TG_SETS] = {",
-        *scales,
-        "};",
-        "constant float TG_COEFFS[TG_SETS][TG_N] = {",
-        *rows,
-        "};",
-    ]
-    return head + "\n".join(tables) + "\n" + _gelu_metal_body()
 
 
 # The Metal sources' hand-written parts: kernels/mps/templates/ (each file's leading //! lines
@@ -271,22 +230,13 @@ def _metal_head(name: str, sources: str, **fields: str) -> str:
     return text
 
 
-def _gelu_metal_body() -> str:
-    return template("gelu_math.metal") + template("types.metal") + template("gelu_kernels.metal")
-
-
-def generate_metal(spec_dir: Path | None = None) -> str:
-    return render_metal(load_specs(spec_dir))
-
-
 def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     """Every generated file and its text."""
     specs, family = load_specs(spec_dir), load_family(spec_dir)
     return {
         HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
         FAMILY_HEADER: render_family(family, load_exp2(spec_dir), load_family_cells(spec_dir)),
-        METAL: render_metal(specs),
-        FAMILY_METAL: render_family_metal(family, load_exp2(spec_dir)),
+        FAMILY_METAL: render_family_metal(family, load_exp2(spec_dir), specs),
     }
 
 
@@ -564,11 +514,11 @@ def load_family_cells(spec_dir: Path | None = None) -> dict:
     return {fn: family_cells.load(fn, root) for fn in family_cells.FUNCTIONS}
 
 
-# ---------------------------------------------------------------- the family in Metal
+# ---------------------------------------------------------------- the kernels' table in Metal
 
 FAMILY_METAL = KERNELS / "mps" / "family_kernels.metal"
-# The family's programs, (function, tier, part) in the order of their index in the Metal
-# tables (the backward kernels' argument d; turbogelu/mps.py passes it).
+# The programs, (function, tier, part) in the order of their index in the Metal tables (the
+# backward kernels' argument d; turbogelu/mps.py passes it): the family's, exp2's, GELU's.
 FAMILY_METAL_PROGRAMS = _spec_names.FAMILY_METAL_PROGRAMS
 # The ops, X(op, function, kind), as family.h's TG_FAMILY_OPS.
 FAMILY_OPS = _spec_names.FAMILY_OPS
@@ -579,6 +529,15 @@ _METAL_FORMS = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
                 "Even": "TG_EVEN", "Exp2Nearest": "TG_EXP2_NEAREST",
                 "Exp2Floor": "TG_EXP2_FLOOR", "HalfPlusSigned": "TG_HALF_PLUS_SIGNED",
                 "XHalfPlusNonNeg": "TG_X_HALF_PLUS_NON_NEG"}  # fmt: skip
+# A program's variable and window, as family_eval.h's template flags (Y, W): |x| (window
+# |x| <= clamp), fl(x^2) (the same window), fl(x^2) with the window fl(x^2) <= fl(clamp^2)
+# (GELU's programs, whose specs state it; the same decision, without the |x|).
+METAL_VARIABLES = {(False, False): "TG_ABS", (True, False): "TG_SQUARE",
+                   (True, True): "TG_SQUARE_WINDOW"}  # fmt: skip
+# GELU's program shape (family.h's shapes::gelu_<mode>_accurate): forward x/2 + x^2 P
+# (x above, -0.0 below), derivative 1/2 + x Q (1 above, 0 below), both in x^2 with its window.
+GELU_FORMS = {"forward": ("XHalfPlusEven", ("-0.0f", "0.0f")),
+              "backward": ("HalfPlusOdd", ("0.0f", "1.0f"))}  # fmt: skip
 
 
 def family_shapes(
@@ -593,52 +552,91 @@ def family_shapes(
     return shapes
 
 
-class _Exp2Part:
-    """One exp2 program in the Metal tables' terms (its form reads only the coefficients)."""
+def gelu_shape(doc: dict) -> tuple[str, int, bool, str, int, bool]:
+    """GELU's kernel shape for one form's spec, as family_shape's (family.h asserts as this
+    does that the two derivatives share a degree)."""
+    bdeg = {doc[p]["degree"] for p in ("backward_direct", "backward_matched")}
+    if len(bdeg) != 1:
+        raise ValueError(f"GELU's two derivatives differ in degree ({sorted(bdeg)})")
+    ff, fd = GELU_FORMS["forward"][0], GELU_FORMS["backward"][0]
+    return ff, doc["forward"]["degree"], True, fd, bdeg.pop(), True
 
-    def __init__(self, doc: dict, part: str):
-        self.form, self.degree = doc["form"], doc[part]["degree"]
-        self.coefficients = [float.fromhex(h) for h in doc[part]["coefficients"]]
-        self.clamp = self.scale = 0.0
-        self.asymptotes = ("0.0f", "0.0f")
+
+class _MetalProgram:
+    """One row of the Metal tables: form, variable (METAL_VARIABLES), degree, coefficients
+    (hex), clamp and scale (hex), and the asymptotes below and above (Metal literals)."""
+
+    def __init__(self, form, variable, degree, coefficients, clamp, scale, asymptotes):
+        self.form, self.variable, self.degree = form, variable, degree
+        self.coefficients, self.clamp, self.scale = coefficients, clamp, scale
+        self.below, self.above = asymptotes
+
+    @classmethod
+    def family(cls, ps) -> _MetalProgram:
+        form, in_y = family_form(ps)
+        return cls(form, METAL_VARIABLES[(in_y, False)], ps.degree,
+                   [specmod.f32_hex(c) for c in ps.coefficients], specmod.f32_hex(ps.clamp),
+                   specmod.f32_hex(ps.scale), _ASYMPTOTES[ps.tgt.asymptote_kind])  # fmt: skip
+
+    @classmethod
+    def exp2(cls, doc: dict, part: str) -> _MetalProgram:  # its form reads only the coefficients
+        p, zero = doc[part], "0x0p+0"
+        return cls(doc["form"], "TG_ABS", p["degree"], p["coefficients"], zero, zero,
+                   ("0.0f", "0.0f"))  # fmt: skip
+
+    @classmethod
+    def gelu(cls, doc: dict, part: str) -> _MetalProgram:
+        p = doc[part]
+        form, asymptotes = GELU_FORMS["forward" if part == "forward" else "backward"]
+        return cls(form, "TG_SQUARE_WINDOW", p["degree"], p["coefficients"], p["clamp"],
+                   p["scale"], asymptotes)  # fmt: skip
 
 
-def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | None = None) -> str:
-    """The Metal source from ``load_family``'s specs and exp2's (``load_exp2``; the committed
-    ones when None): every tier's programs in one set of tables, one kernel pair per (op,
-    tier) and storage type."""
+_VARIABLE_NOTES = {"TG_ABS": "", "TG_SQUARE": ", in x^2",
+                   "TG_SQUARE_WINDOW": ", in x^2 (window on x^2)"}  # fmt: skip
+
+
+def render_family_metal(
+    family: dict[tuple[str, str], dict],
+    exp2_docs: dict | None = None,
+    gelu_specs: dict | None = None,
+) -> str:
+    """The Metal source from ``load_family``'s specs, exp2's (``load_exp2``) and GELU's
+    (``load_specs``; the committed ones when None): every program in one set of tables, one
+    kernel pair per (op, tier) and storage type."""
     from .polyspec import PolySpec
 
     exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
+    gelu_specs = load_specs() if gelu_specs is None else gelu_specs
     want = [(fn, tier) for tier in FAMILY_TIERS for fn in _spec_names.FAMILY_FUNCTIONS]
     if sorted(family) != sorted(want):
         raise ValueError(f"family specs for {sorted(family)}, expected {sorted(want)}")
     shapes = family_shapes(family)
     shapes.update({("exp2", tier): exp2_shape(doc) for tier, doc in exp2_docs.items()})
+    gelu_docs = {fn: gelu_specs[mode] for mode, fn in _table.APPROXIMATE.items()}
+    shapes.update({(fn, "accurate"): gelu_shape(doc) for fn, doc in gelu_docs.items()})
 
     def program(fn, tier, part):
         if fn == "exp2":
-            return _Exp2Part(exp2_docs[tier], part)
-        return PolySpec.from_dict(family[(fn, tier)][part])
+            return _MetalProgram.exp2(exp2_docs[tier], part)
+        if fn in gelu_docs:
+            return _MetalProgram.gelu(gelu_docs[fn], part)
+        return _MetalProgram.family(PolySpec.from_dict(family[(fn, tier)][part]))
 
     programs = [program(*key) for key in FAMILY_METAL_PROGRAMS]
     n = 1 + max(ps.degree for ps in programs)
     clamps, scales, below, above, rows = [], [], [], [], []
     for i, ((fn, tier, part), ps) in enumerate(zip(FAMILY_METAL_PROGRAMS, programs, strict=True)):
-        is_exp2 = isinstance(ps, _Exp2Part)
-        lo, hi = ps.asymptotes if is_exp2 else _ASYMPTOTES[ps.tgt.asymptote_kind]
-        clamp, scale = specmod.f32_hex(ps.clamp), specmod.f32_hex(ps.scale)
         name = f"{fn} {tier} {part}"
-        clamps.append(f"    {_metal_lit(clamp)},  // {i}: {name}: {clamp}")
-        scales.append(f"    {_metal_lit(scale)},  // {i}: {scale}")
-        below.append(f"    {lo},  // {i}")
-        above.append(f"    {hi},  // {i}")
-        form, in_y = (ps.form, False) if is_exp2 else family_form(ps)
-        ff, fdeg, _, _, bdeg, _ = shapes[(fn, tier)]
+        clamps.append(f"    {_metal_lit(ps.clamp)},  // {i}: {name}: {ps.clamp}")
+        scales.append(f"    {_metal_lit(ps.scale)},  // {i}: {ps.scale}")
+        below.append(f"    {ps.below},  // {i}")
+        above.append(f"    {ps.above},  // {i}")
+        _, fdeg, _, _, bdeg, _ = shapes[(fn, tier)]
         shape_degree = fdeg if part == "forward" else bdeg
-        variable = ", in x^2" if in_y else ""
-        rows.append(f"    {{  // {i}: {name}: {form}{variable}, degree {ps.degree}")
-        coeffs = [specmod.f32_hex(c) for c in ps.coefficients]
+        note = _VARIABLE_NOTES[ps.variable]
+        rows.append(f"    {{  // {i}: {name}: {ps.form}{note}, degree {ps.degree}")
+        coeffs = ps.coefficients
         rows += [f"        {_metal_lit(c)},  // c[{k}] = {c}" for k, c in enumerate(coeffs)]
         # A shorter derivative runs at its pair's degree (as family_coeffs.h pads it): leading
         # zeros, which Horner passes through exactly. Beyond that the row is padding that no
@@ -660,23 +658,31 @@ def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | N
         + f", exp2={exp2_docs[tier]['default_backward']}"
         for tier in FAMILY_TIERS
     ]
+    defaults.append(
+        "// default_backward (GELU, accurate): "
+        + ", ".join(f"{fn}={doc['default_backward']}" for fn, doc in gelu_docs.items())
+    )
     head = _metal_head(
         "family_head.metal",
-        "data/specs/<function>/<tier>.json",
+        "data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,\n"
+        "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json",
         PARTS=", ".join(specmod.PARTS),
         PROGRAMS="\n".join(index),
         DEFAULTS="\n".join(defaults),
     )
-    bool_lit = {True: "true", False: "false"}
-    ops = []
-    for op, fn, kind in FAMILY_OPS:
-        for tier in FAMILY_TIERS:
-            ff, fdeg, fy, fd, bdeg, by = shapes[(fn, tier)]
-            pf = FAMILY_METAL_PROGRAMS.index((fn, tier, "forward"))
-            ops.append(
-                f"  X({op}, {tier}, {kind.upper()}, {pf}, {_METAL_FORMS[ff]}, {fdeg + 1}, "
-                f"{bool_lit[fy]}, {_METAL_FORMS[fd]}, {bdeg + 1}, {bool_lit[by]})"
-            )
+
+    def op_line(op, fn, tier, kind):
+        ff, fdeg, fy, fd, bdeg, by = shapes[(fn, tier)]
+        window = fn in gelu_docs
+        pf = FAMILY_METAL_PROGRAMS.index((fn, tier, "forward"))
+        return (
+            f"  X({op}, {tier}, {kind.upper()}, {pf}, {_METAL_FORMS[ff]}, {fdeg + 1}, "
+            f"{METAL_VARIABLES[(fy, window)]}, {_METAL_FORMS[fd]}, {bdeg + 1}, "
+            f"{METAL_VARIABLES[(by, window)]})"
+        )
+
+    ops = [op_line(op, fn, tier, kind) for op, fn, kind in FAMILY_OPS for tier in FAMILY_TIERS]
+    gelu_ops = [op_line(op, fn, "accurate", kind) for op, fn, kind in _spec_names.GELU_OPS]
     tables = [
         f"#define TG_FAMILY_N {n}  // coefficients per row (the highest degree + 1)",
         f"#define TG_FAMILY_PROGRAMS {len(programs)}",
@@ -700,10 +706,16 @@ def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | N
         "};",
         "",
         "// The ops (family.h's TG_FAMILY_OPS) in each tier: X(op, tier, kind, forward program,",
-        "// forward form, forward coefficients, forward in x^2, derivative form, derivative",
-        "// coefficients, derivative in x^2), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.",
+        "// forward form, forward coefficients, forward variable, derivative form, derivative",
+        "// coefficients, derivative variable), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.",
         "#define TG_FAMILY_OPS(X) \\",
         " \\\n".join(ops),
+        "// GELU's rows (family.h's TG_GELU_OPS), approximate='none' and 'tanh' of the op gelu:",
+        "// the accurate tier only (GELU has no other).",
+        "#define TG_GELU_OPS(X) \\",
+        " \\\n".join(gelu_ops),
+        "// Every row of the kernels' table.",
+        "#define TG_KERNEL_OPS(X) TG_FAMILY_OPS(X) TG_GELU_OPS(X)",
     ]
     body = "".join(
         template(f) for f in ("family_math.metal", "types.metal", "family_kernels.metal")
@@ -712,4 +724,4 @@ def render_family_metal(family: dict[tuple[str, str], dict], exp2_docs: dict | N
 
 
 def generate_family_metal(spec_dir: Path | None = None) -> str:
-    return render_family_metal(load_family(spec_dir), load_exp2(spec_dir))
+    return render_family_metal(load_family(spec_dir), load_exp2(spec_dir), load_specs(spec_dir))

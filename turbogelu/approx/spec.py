@@ -35,7 +35,6 @@ import numpy as np
 
 # Defined where the ops can import them without numpy; the spec module's names all the same.
 from .._spec_names import BACKWARDS as BACKWARDS
-from .._spec_names import METAL_SETS as METAL_SETS
 from .._spec_names import MODES as MODES
 from .._spec_names import PARTS as PARTS
 from . import fit, reference, replay, rounding

@@ -204,9 +204,11 @@ TG_HD TG_INLINE V exp2_eval(V x, const FamilyProgram& k) {
 // f(x) by the program k of shape (F, N = degree + 1, Y: P's variable made from x^2), P by
 // scheme S (Horner in every shipped kernel; Estrin is the benchmark's, through GELU's
 // run-time-coefficient kernels). W: the window is decided on v = fl(x^2) <= fl(clamp^2)
-// rather than on |x| <= clamp (GELU's programs, whose variable is x^2 and whose specs were
-// fitted and proven with that window: it differs from |x|'s on the few float32 just above
-// the clamp whose squares round down to fl(clamp^2)).
+// rather than on |x| <= clamp (GELU's programs, whose variable is x^2 and whose specs state
+// that window). Where clamp^2 is a normal float32 the two decide alike (one ulp more of |x|
+// moves x^2 by more than an ulp of clamp^2, and rounding is monotonic;
+// tests/test_mps.py::test_the_windows_decide_alike checks GELU's clamps), so W only saves
+// the |x|.
 template <Form F, int N, bool Y, bool W = false, Scheme S = Scheme::Horner, class V>
 TG_HD TG_INLINE V family_eval(V x, const FamilyProgram& k) {
   static_assert(Y || !W, "the window on x^2 needs P's variable in x^2");

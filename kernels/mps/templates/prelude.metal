@@ -1,4 +1,4 @@
-//! A part of kernels/mps/gelu_kernels.metal and family_kernels.metal, which `python -m turbogelu codegen`
+//! A part of kernels/mps/family_kernels.metal, which `python -m turbogelu codegen`
 //! (turbogelu/approx/codegen.py) writes from it without these //! lines.
 #include <metal_stdlib>
 using namespace metal;

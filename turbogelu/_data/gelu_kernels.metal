@@ -1,1 +1,0 @@
-../../kernels/mps/gelu_kernels.metal
