@@ -134,8 +134,18 @@ def test_spec_loader_rejects_bad_files(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         cells.load(bad)
-    bad.write_text('{"kind": "poly"}')
-    with pytest.raises(ValueError, match="not a cells spec"):
+    bad.write_text(specmod.spec_path("none").read_text())  # GELU's polynomial spec
+    with pytest.raises(ValueError, match="program is 'polynomial', not 'cells'"):
+        cells.load(bad)
+    bad.write_text('{"schema_version": 1, "kind": "cells"}')  # the format before schema 2
+    with pytest.raises(ValueError, match="malformed: it has no key 'schema'"):
+        cells.load(bad)
+    doc = json.loads(cells.spec_path("none").read_text())
+    bad.write_text(json.dumps({**doc, "schema": 1}))
+    with pytest.raises(ValueError, match=r"schema 1 != 2"):
+        cells.load(bad)
+    bad.write_text(json.dumps({**doc, "parts": ["forward", "sideways"]}))
+    with pytest.raises(ValueError, match="parts"):
         cells.load(bad)
     spec = cells.load(cells.spec_path("none"))
     spec["forward"]["table"][0] = spec["forward"]["table"][0][:31]

@@ -30,7 +30,7 @@ def committed(function: str) -> dict:
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_command_reproduces_committed_spec(function, tmp_path, capsys):
     want = committed(function)
-    assert want["generated_by"] == f"python -m turbogelu.approx.family_programs {function}"
+    assert want["generated_by"] == spec.FIT_ALL  # (its step runs this module's command)
     out = tmp_path / "accurate.json"
     assert fp.main([function, "--out", str(out)]) == 0
     got = json.loads(out.read_text())
@@ -38,9 +38,11 @@ def test_command_reproduces_committed_spec(function, tmp_path, capsys):
     assert spec.differences(want, got) == []
     for part in spec.PARTS:
         assert got[part]["coefficients"] == want[part]["coefficients"], part
-    # The committed file itself is left as it is.
+    # The committed file itself is left as it is (only `fit --all` may write it).
     assert fp.main([function]) == 0
     assert "unchanged" in capsys.readouterr().err
+    with pytest.raises(spec.NotTheFitCommand, match="written only by `python -m turbogelu fit"):
+        spec.write_checked(spec.spec_path(function, "accurate"), "{}\n", force=True)
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -164,9 +166,7 @@ def test_x_squared_variable_cannot_hold_silu():
 @pytest.mark.parametrize("function", PAPER_FUNCTIONS)
 def test_paper_command_reproduces_committed_spec(function, tmp_path):
     want = json.loads(spec.spec_path(function, "paper").read_text())
-    assert want["generated_by"] == (
-        f"python -m turbogelu.approx.family_programs --tier paper {function}"
-    )
+    assert want["generated_by"] == spec.FIT_ALL
     out = tmp_path / "paper.json"
     assert fp.main([function, "--tier", "paper", "--out", str(out)]) == 0
     got = json.loads(out.read_text())

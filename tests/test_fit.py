@@ -4,10 +4,10 @@ the float32 replay, not read from the JSON)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -46,11 +46,14 @@ def committed(mode: str) -> dict:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fit_command_reproduces_committed_spec(mode, tmp_path):
+    """`python -m turbogelu fit` for one form, its settings the shipped ones (spec.DEFAULTS, as
+    `fit --all` fits it), gives the committed file; both name `fit --all` as their maker."""
     want = committed(mode)
-    argv = shlex.split(want["generated_by"])
-    assert argv[:4] == ["python", "-m", "turbogelu", "fit"], want["generated_by"]
+    assert want["generated_by"] == spec.FIT_ALL
+    assert want["settings"] == dataclasses.asdict(spec.defaults(mode))
     out = tmp_path / "spec.json"
-    proc = _run([sys.executable, *argv[1:], "--out", str(out)], timeout=300)
+    argv = ["-m", "turbogelu", "fit", "--gelu-mode", spec.file_mode(mode), "--out", str(out)]
+    proc = _run([sys.executable, *argv], timeout=300)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(out.read_text())
     assert got["generated_by"] == want["generated_by"]
@@ -187,7 +190,7 @@ def test_committed_specs_load(mode):
     for name in spec.PARTS:
         part = s[name]
         assert part["coefficients_decimal"] == [float.fromhex(c) for c in part["coefficients"]]
-        assert spec.from_hex(part["clamp"]) == float(F32(s["range"]))
+        assert spec.from_hex(part["clamp"]) == float(F32(s["settings"]["range"]))
         assert spec.from_hex(part["scale"]) == float(F32(2.0 / spec.from_hex(part["clamp"]) ** 2))
 
 
@@ -337,8 +340,13 @@ def test_matched_backward_is_the_forward_derivative(mode):
 def test_defaults_table_made_the_committed_specs(mode):
     d = spec.defaults(mode)
     s = committed(mode)
-    assert s["generated_by"] == spec.fit_command(d.range, d.iters, d.points, d.degree, mode)
-    assert s["range"] == d.range and s["forward"]["degree"] == d.degree
+    assert s["generated_by"] == spec.FIT_ALL  # fitted with the shipped settings: these
+    assert s["settings"] == dataclasses.asdict(d) and s["forward"]["degree"] == d.degree
+    for name in spec.PARTS[:2]:  # the fitted parts record the IRLS settings too
+        assert (s[name]["iters"], s[name]["points"]) == (d.iters, d.points)
+    # other settings: the command that fits them is their maker
+    other = spec.build_spec(d.range, d.iters, d.points, d.degree - 2, mode)
+    assert other["generated_by"] == spec.fit_command(d.range, d.iters, d.points, d.degree - 2, mode)
     assert spec.defaults("exact") is spec.defaults("none") is spec.DEFAULTS["exact"]
     with pytest.raises(ValueError, match="no shipped spec"):
         spec.defaults("sigmoid")
@@ -392,7 +400,8 @@ def test_fit_with_defaults_writes_out_and_leaves_committed_specs_untouched(tmp_p
     d = spec.DEFAULTS["tanh"]
     assert f"R {d.range!r}, degree {d.degree}, {d.iters} IRLS iterations" in proc.stderr
     got = json.loads(out.read_text())
-    assert got["range"] == d.range and got["generated_by"] == committed("tanh")["generated_by"]
+    assert got["settings"]["range"] == d.range
+    assert got["generated_by"] == committed("tanh")["generated_by"]
     assert spec.differences(committed("tanh"), got) == []
     # No arguments at all: the default output is the committed exact spec, which the refit
     # matches; it is left as it is (not even rewritten with the same bytes).

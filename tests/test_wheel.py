@@ -41,7 +41,7 @@ with ops.use_cpu_kernel("poly"):
     out["gelu"] = turbogelu.gelu(x).tolist()
     out["backward"] = turbogelu.gelu_backward_op(torch.ones_like(x), x).tolist()
 out["specs"] = sorted(p.name for p in spec.SPEC_DIR.rglob("*.json"))
-out["exact_range"] = spec.load(spec.spec_path("none"))["range"]
+out["exact_range"] = spec.load(spec.spec_path("none"))["settings"]["range"]
 
 # The MPS kernels against a fake compile_shader whose kernels, <row>_<tier>_forward_<type>,
 # call the CPU op (GELU's exact form, sigmoid's forward in either tier).

@@ -19,10 +19,17 @@ FIT_METHODS = ("ls", "irls", "endpoint-ls", "remez", "remez+search", "endpoint-l
 
 
 def _cmd_fit(args) -> int:
-    if args.all or args.list:
-        return _cmd_fit_all(args)
-    if args.target is not None:
-        return _cmd_fit_target(args)
+    from .approx import spec
+
+    with spec.fit_writes():  # the one command that writes committed specs
+        if args.all or args.list:
+            return _cmd_fit_all(args)
+        if args.target is not None:
+            return _cmd_fit_target(args)
+        return _cmd_fit_gelu(args)
+
+
+def _cmd_fit_gelu(args) -> int:
     from .approx import spec
 
     bad = [

@@ -28,8 +28,11 @@ covered), weight |x| for the forward (the kernel multiplies p by x) and 1 for th
 then rounded to float32. The matched backward is the derivative of the forward's program:
 d/dx (x p(x)) = sum (j+1) p_j x^j, rounded to float32.
 
-    python -m turbogelu.approx.cells            # fit and write data/specs/cells/*.json
     python -m turbogelu.approx.cells --check    # refit and compare with the committed specs
+    python -m turbogelu.approx.cells --out DIR  # refit and write the specs to DIR
+
+(the committed specs, data/specs/cells/gelu_*.json, are written only by ``python -m turbogelu
+fit --all``, ``make fit``, which runs this fit).
 """
 
 from __future__ import annotations
@@ -42,12 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _table
 from . import reference, replay, rounding
 from . import spec as specmod
 
 F32 = np.float32
 SPEC_DIR = specmod.SPEC_DIR / specmod.SCHEMAS["cells"].folder
-SCHEMA_VERSION = 1
 MODES = specmod.MODES
 PARTS = specmod.PARTS  # forward, backward_direct, backward_matched
 DEGREE = specmod.CELLS_TABLE_SHAPE[0] - 1  # a cubic per cell
@@ -242,16 +245,15 @@ def build_spec(mode: str, r: float = R_DEFAULT) -> dict:
         parts[name] = part
     direct = parts["backward_direct"]["errors"]["max_abs_float32"]
     matched = parts["backward_matched"]["errors"]["max_abs_float32"]
+    default = "direct" if direct <= matched else "matched"
+    head = specmod.envelope(_table.APPROXIMATE[mode], "cells", "accurate", specmod.FIT_ALL, PARTS,
+                            default)  # fmt: skip
     return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "cells",
-        "mode": mode,
-        "generated_by": COMMAND,
+        **head,
         "tails_from": r,
         "cells": CELLS,
         "center": CENTER,
         "degree": DEGREE,
-        "default_backward": "direct" if direct <= matched else "matched",
         **parts,
     }
 
@@ -367,7 +369,7 @@ def cli(argv: list[str] | None, command: str, doc: str, folder: Path, texts: dic
     ap.add_argument(
         "--force",
         action="store_true",
-        help=f"overwrite a committed spec ({folder}) that differs from the refit",
+        help=f"overwrite a committed spec ({folder}) that differs (under `fit --all` only)",
     )
     args = ap.parse_args(argv)
     status = 0

@@ -99,7 +99,7 @@ def _packed_lines(packed: dict) -> list[str]:
         "",
         "// Packed bfloat16: the opt-in CUDA path that evaluates the same program two lanes at a",
         "// time in __nv_bfloat162 arithmetic (every operation rounded to bfloat16), with its own",
-        "// fits: python -m turbogelu.approx.packed -> data/specs/packed/*.json. Every value is a",
+        "// fits: python -m turbogelu fit --all -> data/specs/packed/*.json. Every value is a",
         "// bfloat16. Bound: max |err| over every finite bfloat16 <= 2x PyTorch's own (tests).",
     ]
     for (mode, direction), ps in packed.items():
@@ -397,9 +397,8 @@ def render_family(
 
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
-        "// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs) and",
-        "// data/specs/exp2/<tier>.json (python -m turbogelu.approx.exp2_programs) and",
-        "// data/specs/cells/<function>.json (python -m turbogelu.approx.family_cells).",
+        "// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json and",
+        "// data/specs/cells/<function>.json (python -m turbogelu fit --all).",
         "//",
         "// The activation family's programs in the shape of family_eval.h, each tier's, and",
         "// TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,",

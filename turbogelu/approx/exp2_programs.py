@@ -1,7 +1,8 @@
 """The ``exp2`` op's programs: 2^x in float32 arithmetic, written as the kernels run it
 (family_eval.h's ``exp2_eval``), replayed here bit for bit, fitted and measured; the specs
-``data/specs/exp2/{accurate,paper}.json`` are written by ``python -m
-turbogelu.approx.exp2_programs [--tier paper]``.
+``data/specs/exp2/{accurate,paper}.json`` are written by ``python -m turbogelu fit --all``
+(``make fit``), which runs this module's fit (``python -m turbogelu.approx.exp2_programs
+[--tier paper] --out FILE`` writes it elsewhere).
 
 The program (every float operation rounded once to float32; ``family_tails``' reduction
 and its split 2^n, over the whole float32 range instead of the negative tail only):
@@ -72,8 +73,7 @@ ULP_BOUND = 2  # the accurate tier's float32 bound, in ulps of the correctly rou
 FORMATS = ("bfloat16", "float16")
 GRID_STEP = 2.0**-12
 LN2 = math.log(2.0)
-SPEC_DIR = spec.SPEC_DIR / "exp2"
-JSON_KIND = "turbogelu.exp2_program"
+SPEC_DIR = spec.SPEC_DIR / spec.SCHEMAS["exp2"].folder
 
 
 def _hex(v: float) -> str:
@@ -318,15 +318,10 @@ def build_spec(tier: str = "accurate") -> dict:
         )
     direct, matched = derivative_programs(c)
     doc = {
-        "schema": JSON_KIND,
-        "version": 1,
-        "generated_by": COMMAND + ("" if tier == "accurate" else " --tier paper"),
-        "function": "exp2",
-        "tier": tier,
+        **spec.envelope("exp2", "exp2", tier, spec.FIT_ALL, PARTS, "direct"),
         "form": form,
         "window": [LO, HI],
         "magic": float.hex(MAGIC),
-        "default_backward": "direct",
         "forward": _part(c, fit, measure(c, form)),
         "backward_direct": _part(
             direct,
@@ -350,9 +345,10 @@ def spec_file(tier: str, root: str | Path | None = None) -> Path:
 
 
 def load(tier: str = "accurate", root: str | Path | None = None) -> dict:
-    import json
-
-    return json.loads(spec_file(tier, root).read_text())
+    doc = spec.load(spec_file(tier, root), "exp2")
+    if doc["tier"] != tier:
+        raise ValueError(f"{spec_file(tier, root)} holds the {doc['tier']!r} tier, not {tier!r}")
+    return doc
 
 
 def coefficients(doc: dict, part: str = "forward") -> list[float]:
@@ -360,14 +356,15 @@ def coefficients(doc: dict, part: str = "forward") -> list[float]:
 
 
 def main(argv=None) -> int:
-    import json
 
     ap = argparse.ArgumentParser(prog=COMMAND, description="Fit and measure exp2's programs.")
     ap.add_argument("--tier", choices=TIERS, default="accurate")
     ap.add_argument("--out", type=Path, help="write here instead of data/specs/exp2/<tier>.json")
-    ap.add_argument("--force", action="store_true", help="overwrite a differing committed spec")
+    ap.add_argument(
+        "--force", action="store_true", help="overwrite a differing committed spec (fit --all only)"
+    )
     args = ap.parse_args(argv)
-    text = json.dumps(build_spec(args.tier), indent=2) + "\n"
+    text = spec.dumps(build_spec(args.tier), "exp2")
     out = args.out if args.out is not None else spec_file(args.tier)
     return spec.write_reported(out, text, force=args.force)
 

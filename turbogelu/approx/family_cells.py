@@ -30,8 +30,11 @@ float32. The matched derivatives are the forward's programs differentiated cell 
 sigmoid' and tanh' = P'(u) (Even), SiLU' = 1/2 + sign(x) (P(u) + u P'(u)) (HalfPlusOdd). The
 replay below is bit-exact with the CPU kernels (tests).
 
-    python -m turbogelu.approx.family_cells            # fit, write data/specs/cells/<fn>.json
     python -m turbogelu.approx.family_cells --check    # refit and compare with the committed
+    python -m turbogelu.approx.family_cells --out DIR  # refit and write the specs to DIR
+
+(the committed specs, data/specs/cells/<fn>.json, are written only by ``python -m turbogelu
+fit --all``, ``make fit``, which runs this fit).
 """
 
 from __future__ import annotations
@@ -246,14 +249,10 @@ def build_spec(fn: str) -> dict:
         part["errors"] = measure(fn, name, part_values(part))
         parts[name] = part
     return {
-        "schema_version": 1,
-        "kind": "cells",
-        "function": fn,
-        "generated_by": f"{COMMAND}",
+        **specmod.envelope(fn, "cells", "accurate", specmod.FIT_ALL, PARTS, "direct"),
         "tails_from": DESIGN[fn]["tails_from"],
         "cells": CELLS,
         "degree": DEGREE,
-        "default_backward": "direct",
         **parts,
     }
 

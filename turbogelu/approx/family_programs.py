@@ -290,11 +290,9 @@ def build_spec(function: str) -> dict:
     }
     d = parts["backward_direct"]["errors"]["float32"]["max_abs_float32"]
     m = parts["backward_matched"]["errors"]["float32"]["max_abs_float32"]
+    default = "direct" if d <= m else "matched"
     return {
-        "schema": spec.SCHEMA_VERSION,
-        "generated_by": f"{COMMAND} {function}",
-        "function": function,
-        "tier": "accurate",
+        **spec.envelope(function, "polynomial", "accurate", spec.FIT_ALL, spec.PARTS, default),
         "settings": {
             "degree": s.degree,
             "clamp": s.clamp,
@@ -307,7 +305,6 @@ def build_spec(function: str) -> dict:
             f"{ONE_ULP_FROM[function]:g}; below, |error| <= {ABS_BOUND:g} beyond half an ulp",
         },
         "holds_tier": holds_tier(parts["forward"]["errors"]),
-        "default_backward": "direct" if d <= m else "matched",
         **parts,
     }
 
@@ -349,16 +346,13 @@ def build_paper_spec(function: str) -> dict:
     }
     d = parts["backward_direct"]["errors"]["float32"]["max_abs_float32"]
     m = parts["backward_matched"]["errors"]["float32"]["max_abs_float32"]
+    # No derivative row: the direct part is the matched one; call it by that name.
+    default = "direct" if bwd_row is not None and d <= m else "matched"
     return {
-        "schema": spec.SCHEMA_VERSION,
-        "generated_by": f"{spec.SCHEMAS['paper'].command} {function}",
-        "function": function,
-        "tier": "paper",
+        **spec.envelope(function, "polynomial", "paper", spec.FIT_ALL, spec.PARTS, default),
         "rows": {"forward": fwd_row, "backward": bwd_row},
         "bounds": {"float32": "measured (the paper's programs: no tier bound)"},
         "holds_tier": holds_tier(parts["forward"]["errors"]),
-        # No derivative row: the direct part is the matched one; call it by that name.
-        "default_backward": "direct" if bwd_row is not None and d <= m else "matched",
         **parts,
     }
 
@@ -490,7 +484,9 @@ def main(argv=None) -> int:
     ap.add_argument("function", choices=FUNCTIONS)
     ap.add_argument("--tier", choices=TIERS, default="accurate", help="which tier's spec")
     ap.add_argument("--out", type=Path, help="write here instead of data/specs/<function>/")
-    ap.add_argument("--force", action="store_true", help="overwrite a differing committed spec")
+    ap.add_argument(
+        "--force", action="store_true", help="overwrite a differing committed spec (fit --all only)"
+    )
     ap.add_argument("--scan", metavar="D0-D1", help="print a degree scan instead of fitting")
     ap.add_argument("--clamp", type=float, help="the scan's clamp")
     ap.add_argument("--variable", default="u", help="the scan's variable: u (|x|) or y (x^2)")

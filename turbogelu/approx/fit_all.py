@@ -6,7 +6,7 @@ its shipped settings (``spec.DEFAULTS``, ``spec.FAMILY_DEFAULTS``, the modules' 
 ======================================  ===========================================
 files                                   fitted by
 ======================================  ===========================================
-``gelu_exact.json``, ``gelu_tanh.json``  ``python -m turbogelu fit --gelu-mode M``
+``gelu_exact.json``, ``gelu_tanh.json``  ``spec.build_spec`` (``fit --gelu-mode M``)
 ``cells/gelu_*.json``                   ``turbogelu.approx.cells``
 ``cells/<function>.json``               ``turbogelu.approx.family_cells``
 ``packed/*.json``                       ``turbogelu.approx.packed``
@@ -14,9 +14,11 @@ files                                   fitted by
 ``exp2/<tier>.json``                    ``turbogelu.approx.exp2_programs``
 ======================================  ===========================================
 
-``STEPS`` runs each of them in that order, then ``codegen`` writes the sources from the
-specs. Each step keeps a committed file whose refit matches it (the kernels' values bit for
-bit, measured figures to the module's tolerance) and refuses, without ``--force``, to
+Every file has spec.py's one schema and names this command as its maker; only ``python -m
+turbogelu fit`` writes committed specs (``spec.fit_writes``: the modules' own commands compare
+or write elsewhere). ``STEPS`` runs each fit in that order, then ``codegen`` writes the
+sources from the specs. Each step keeps a committed file whose refit matches it (the kernels'
+values bit for bit, measured figures to the module's tolerance) and refuses, without ``--force``, to
 overwrite one that differs; so ``make fit`` on a clean checkout changes no file, and a step
 that would is reported and makes the command fail. ``paths`` lists the files each step owns;
 ``tests/test_fit_all.py`` checks that together they are every spec file, each once.
@@ -158,10 +160,11 @@ def run(force: bool = False, list_only: bool = False) -> int:
                 print(f"  data/specs/{p.relative_to(specmod.SPEC_DIR)}")
         return 0
     failed = []
-    for i, step in enumerate(STEPS, 1):
-        print(f"[{i}/{len(STEPS)}] {step.name}", file=sys.stderr, flush=True)
-        if step.run(force) != 0:
-            failed.append(step.name)
+    with specmod.fit_writes():
+        for i, step in enumerate(STEPS, 1):
+            print(f"[{i}/{len(STEPS)}] {step.name}", file=sys.stderr, flush=True)
+            if step.run(force) != 0:
+                failed.append(step.name)
     from . import codegen
 
     print("[codegen] the sources from the specs", file=sys.stderr, flush=True)

@@ -14,8 +14,10 @@ coefficients in bfloat16), stored as PolySpec JSON under ``data/specs/packed/``,
 into gelu_coeffs.h by ``python -m turbogelu codegen``. Exhaustive errors: ``exhaustive_error``,
 the lab's replay of packed bfloat16 arithmetic (``polyspec.replay(precision="target")``).
 
-    python -m turbogelu.approx.packed            # refit and write the specs
     python -m turbogelu.approx.packed --check    # refit and compare with the committed ones
+
+(the committed specs are written only by ``python -m turbogelu fit --all``, ``make fit``, which
+runs this fit; a spec file holds the envelope of spec.envelope, then its direction's PolySpec).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _table
 from . import family_fit, polyspec, reference, rounding
 from . import spec as specmod
 from .polyspec import PolySpec
@@ -52,7 +55,6 @@ def fit(mode: str, direction: str) -> PolySpec:
         replay=False,
     )  # fmt: skip
     meta = dict(ps.meta)
-    meta["generated_by"] = "python -m turbogelu.approx.packed"
     meta["exhaustive_max_abs_error_bf16_replay"] = exhaustive_error(
         ps.with_coefficients(ps.coefficients, program="turbogelu"), mode, direction
     )
@@ -60,7 +62,22 @@ def fit(mode: str, direction: str) -> PolySpec:
 
 
 def load(mode: str, direction: str, root: str | Path | None = None) -> PolySpec:
-    return PolySpec.from_dict(specmod.load(path(mode, direction, root), "packed"))
+    doc = specmod.load(path(mode, direction, root), "packed")
+    if doc["parts"] != [direction] or doc["function"] != _table.APPROXIMATE[mode]:
+        raise ValueError(f"{path(mode, direction, root)} holds {doc['function']} {doc['parts']}")
+    return PolySpec.from_dict(doc[direction])
+
+
+def document(ps: PolySpec, mode: str, direction: str) -> dict:
+    """A packed spec file's document: the envelope, then the PolySpec of its direction."""
+    head = specmod.envelope(
+        _table.APPROXIMATE[mode], "packed_bf16", "accurate", specmod.FIT_ALL, [direction]
+    )
+    return {**head, direction: ps.to_dict()}
+
+
+def dumps(ps: PolySpec, mode: str, direction: str) -> str:
+    return specmod.dumps(document(ps, mode, direction), "packed")
 
 
 def finite_inputs() -> np.ndarray:
@@ -96,7 +113,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--force",
         action="store_true",
-        help="overwrite a committed spec (data/specs/packed) that differs from the refit",
+        help="overwrite a committed spec (data/specs/packed) that differs (`fit --all` only)",
     )
     args = p.parse_args(argv)
     stale = []
@@ -106,8 +123,9 @@ def main(argv=None) -> int:
             err = ps.meta["exhaustive_max_abs_error_bf16_replay"]
             print(f"{mode} {direction}: degree {ps.degree}, R {ps.clamp}: max |err| {err:.4g}")
             target_path = path(mode, direction)
+            text = dumps(ps, mode, direction)
             if args.check:  # the coefficients bit for bit, measured figures to a tolerance
-                diffs = specmod.file_differences(target_path, ps.to_json())
+                diffs = specmod.file_differences(target_path, text)
                 for d in diffs[:20]:
                     print(f"  {d}", file=sys.stderr)
                 if diffs:
@@ -116,7 +134,7 @@ def main(argv=None) -> int:
             # A committed file: left as it is when the refit matches (its wall time aside),
             # kept and reported when it differs.
             try:
-                outcome = specmod.write_checked(target_path, ps.to_json(), force=args.force)
+                outcome = specmod.write_checked(target_path, text, force=args.force)
             except specmod.Differs as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 stale.append(target_path)

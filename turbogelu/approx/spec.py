@@ -1,21 +1,34 @@
 """The kernels' spec files: their names, reading and writing, the defaults they are fitted
 with, and the polynomial kernels' own specs (built from a fit, measured, stored with hex floats).
 
-Six kinds of spec file ship under ``data/specs`` (``SCHEMAS``), each named, read and written
-here only (``spec_path``, ``load``, ``dumps``):
+Every spec file under ``data/specs`` has one schema (version 2): an envelope (``envelope``,
+checked by ``check_envelope``)
 
-* ``"poly"``, ``gelu_<exact|tanh>.json``: the polynomial kernels. For one GELU form, three
-  coefficient sets in the kernels' form (see ``replay``): ``forward``, ``backward_direct`` (a
-  fit of GELU') and ``backward_matched`` (the forward's own derivative), each with its clamp R,
-  scale 2/R^2 and float32 coefficients written as hex, plus the errors measured by replaying
-  the kernels' float32 arithmetic, and the command that recreates the file. Built here.
+    {"schema": 2, "function": <a program of the kernels' table: gelu_none, gelu_tanh,
+     sigmoid, tanh, silu, softplus, exp2>, "program": "polynomial" | "cells" |
+     "packed_bf16" | "exp2", "tier": "accurate" | "paper",
+     "generated_by": "python -m turbogelu fit --all", "parts": [<the parts it holds>],
+     "default_backward": "direct" | "matched" (where it holds both derivatives)}
+
+then the program's own fields (its settings, bounds, cells layout, exp2's window) and one
+object per part: ``forward``, ``backward_direct`` (a fit of f'), ``backward_matched`` (the
+forward's own derivative), or one direction (``forward``, ``backward``) for a packed program.
+Only ``python -m turbogelu fit`` writes committed specs (``fit_writes``; ``fit --all``
+refits every one with its shipped settings). The files, by ``SCHEMAS`` kind, each named, read
+and written here only (``spec_path``, ``load``, ``dumps``):
+
+* ``"poly"``, ``gelu_<exact|tanh>.json``: GELU's polynomial programs: three coefficient sets
+  in the kernels' form (see ``replay``), each with its clamp R, scale 2/R^2 and float32
+  coefficients written as hex, plus the errors measured by replaying the kernels' float32
+  arithmetic. Built here.
 * ``"cells"``, ``cells/gelu_<none|tanh>.json``: the CPU's table-driven kernel (``cells.py``);
-  ``"family_cells"``, ``cells/<sigmoid|silu>.json``: the family's (``family_cells.py``).
+  ``"family_cells"``, ``cells/<sigmoid|tanh|silu>.json``: the family's (``family_cells.py``).
 * ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
-  CUDA path, stored as PolySpec documents (``packed.py``, ``polyspec.py``).
-* ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier
-  (issue 17; sigmoid, tanh and silu), three PolySpec documents per file (``family_programs.py``);
-  ``"paper"``, ``<function>/paper.json``: its paper tier, the source paper's Table 2 programs.
+  CUDA path, one PolySpec document per file (``packed.py``, ``polyspec.py``).
+* ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier, three
+  PolySpec documents per file (``family_programs.py``); ``"paper"``, ``<function>/paper.json``:
+  its paper tier, the source paper's Table 2 programs.
+* ``"exp2"``, ``exp2/<tier>.json``: exp2's programs (``exp2_programs.py``).
 
 The settings each kind is fitted with are in one table below (``DEFAULTS``,
 ``PACKED_DEFAULTS``, ``CELLS_TAILS_FROM``, ``FAMILY_DEFAULTS``); nothing else writes those numbers.
@@ -23,6 +36,7 @@ The settings each kind is fitted with are in one table below (``DEFAULTS``,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -32,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .. import _table
 
 # Defined where the ops can import them without numpy; the spec module's names all the same.
 from .._spec_names import BACKWARDS as BACKWARDS
@@ -45,7 +61,14 @@ F32 = np.float32
 # Package data (turbogelu/_data/specs, shipped in the wheel); in the checkout a link to the
 # committed data/specs, which resolve() follows, so paths name the committed files.
 SPEC_DIR = (Path(__file__).resolve().parents[1] / "_data" / "specs").resolve()
-SCHEMA_VERSION = 1
+# Every spec file, whatever its program, opens with one envelope (``envelope``,
+# ``check_envelope``): schema, function (a program of the kernels' table: gelu_none, gelu_tanh,
+# sigmoid, ..., exp2), program (PROGRAMS), tier, generated_by, the parts it holds and, where it
+# holds both derivatives, the default backward; then its program's own fields and its parts.
+SCHEMA_VERSION = 2
+PROGRAMS = ("polynomial", "cells", "packed_bf16", "exp2")
+# The one command that writes the committed specs (with their shipped settings).
+FIT_ALL = "python -m turbogelu fit --all"
 # A packed spec holds one direction of one form (the polynomial and cells specs hold both).
 DIRECTIONS = ("forward", "backward")
 # The issue's measurement: a uniform grid of [-6, 6] with >= 1e6 points, plus every float32
@@ -277,18 +300,18 @@ def build_spec(range_: float, iters: int, points: int, degree: int, mode: str) -
     # Ship the more accurate backward as the default (measured, not assumed).
     d = parts["backward_direct"]["errors"]["max_abs_float32"]
     m = parts["backward_matched"]["errors"]["max_abs_float32"]
+    shipped = defaults(mode) == FitSettings(range_, degree, iters, points)
+    command = FIT_ALL if shipped else fit_command(range_, iters, points, degree, mode)
+    default = "direct" if d <= m else "matched"
     return {
-        "schema": SCHEMA_VERSION,
-        "generated_by": fit_command(range_, iters, points, degree, mode),
-        "function": "gelu",
+        **envelope(_table.APPROXIMATE[mode], "polynomial", "accurate", command, PARTS, default),
         "approximate": mode,
-        "range": range_,
+        "settings": {"range": range_, "degree": degree, "iters": iters, "points": points},
         "form": {
             "forward": "x/2 + x^2 P(z) for |x| <= R; x for x > R; -0.0 for x < -R",
             "backward": "1/2 + x Q(z) for |x| <= R; 1 for x > R; 0 for x < -R",
             "z": "fma(x*x, scale, -1), scale = 2/R^2 (float32)",
         },
-        "default_backward": "direct" if d <= m else "matched",
         **parts,
     }
 
@@ -341,6 +364,10 @@ SCHEMAS = {
         "python -m turbogelu.approx.family_programs --tier paper",
         2,
     ),
+    # exp2's programs (exp2_programs.py): {mode} is the tier.
+    "exp2": Schema(
+        "exp2", "{mode}.json", "exp2 spec", "python -m turbogelu.approx.exp2_programs", 2
+    ),
 }
 
 # The cells' tables: one row per coefficient of the cubic, one column per cell (the kernel's
@@ -383,7 +410,8 @@ def load(path: str | Path, kind: str = "poly") -> dict:
         raise IsADirectoryError(f"{schema.label} {path} is a folder, not a file")
     if not path.is_file():
         raise FileNotFoundError(
-            f"{schema.label} not found: {path} does not exist (made by `{schema.command}`)"
+            f"{schema.label} not found: {path} does not exist (the committed specs are made by "
+            f"`{FIT_ALL}`, which runs `{schema.command}`)"
         )
     try:
         doc = json.loads(path.read_text())
@@ -402,10 +430,62 @@ def load(path: str | Path, kind: str = "poly") -> dict:
     return doc
 
 
-def _check_poly(spec: dict) -> None:
+def envelope(
+    function: str,
+    program: str,
+    tier: str,
+    generated_by: str,
+    parts,
+    default_backward: str | None = None,
+) -> dict:
+    """The head every spec file opens with (SCHEMA_VERSION above)."""
+    doc = {
+        "schema": SCHEMA_VERSION,
+        "function": function,
+        "program": program,
+        "tier": tier,
+        "generated_by": generated_by,
+        "parts": list(parts),
+    }
+    if default_backward is not None:
+        doc["default_backward"] = default_backward
+    return doc
+
+
+def _table_functions() -> tuple[str, ...]:
+    """The programs of the kernels' table: GELU's rows, the family's functions, exp2."""
+    return (*(o.program for o in _table.GELU), *dict.fromkeys(o.program for o in _table.OPS))
+
+
+def check_envelope(spec: dict, program: str, tier: str | None = None) -> None:
+    """The envelope of a spec of ``program`` (and ``tier``, when given): its version, names,
+    the parts it says it holds (each an object) and its default backward."""
     if spec["schema"] != SCHEMA_VERSION:
-        raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
+        raise ValueError(f"schema {spec['schema']!r} != {SCHEMA_VERSION} (this turbogelu's)")
+    if spec["program"] != program:
+        raise ValueError(f"program is {spec['program']!r}, not {program!r}")
+    if spec["function"] not in _table_functions():
+        raise ValueError(f"function {spec['function']!r} is not one of {_table_functions()}")
+    if spec["tier"] not in _table.TIERS or tier not in (None, spec["tier"]):
+        raise ValueError(f"tier is {spec['tier']!r}" + (f", not {tier!r}" if tier else ""))
+    if not isinstance(spec["generated_by"], str):
+        raise TypeError("generated_by is not a command")
+    parts = spec["parts"]
+    if not parts or any(p not in (*PARTS, *DIRECTIONS) for p in parts):
+        raise ValueError(f"parts {parts!r}: each one of {PARTS + DIRECTIONS}")
+    for name in parts:
+        if not isinstance(spec[name], dict):
+            raise TypeError(f"{name} is not an object")
+    if {"backward_direct", "backward_matched"} <= set(parts):
+        if spec["default_backward"] not in BACKWARDS:
+            raise ValueError(f"default_backward is {spec['default_backward']!r}")
+
+
+def _check_poly(spec: dict) -> None:
+    check_envelope(spec, "polynomial", "accurate")
     reference.check_mode(spec["approximate"])
+    if spec["function"] != _table.APPROXIMATE[spec["approximate"]]:
+        raise ValueError(f"function {spec['function']!r} for approximate={spec['approximate']!r}")
     for name in PARTS:
         part = spec[name]
         from_hex(part["clamp"])
@@ -413,13 +493,10 @@ def _check_poly(spec: dict) -> None:
         coeffs = [from_hex(c) for c in part["coefficients"]]
         if len(coeffs) != part["degree"] + 1:
             raise ValueError(f"{name}: degree {part['degree']} but {len(coeffs)} coefficients")
-    if spec["default_backward"] not in BACKWARDS:
-        raise ValueError(f"default_backward is {spec['default_backward']!r}")
 
 
 def _check_cells(spec: dict) -> None:
-    if spec["kind"] != "cells":
-        raise ValueError(f"kind is {spec['kind']!r}, not a cells spec")
+    check_envelope(spec, "cells", "accurate")
     for name in PARTS:
         part = spec[name]
         for key in ("scale", "clamp", "offset"):
@@ -434,21 +511,29 @@ def _check_cells(spec: dict) -> None:
 
 
 def _check_packed(spec: dict) -> None:
-    PolySpec.from_dict(spec)  # the PolySpec document's own checks
+    check_envelope(spec, "packed_bf16", "accurate")
+    if len(spec["parts"]) != 1 or spec["parts"][0] not in DIRECTIONS:
+        raise ValueError(f"parts {spec['parts']!r}: a packed spec holds one direction")
+    PolySpec.from_dict(spec[spec["parts"][0]])  # the PolySpec document's own checks
+
+
+def _check_exp2(spec: dict) -> None:
+    check_envelope(spec, "exp2")
+    if spec["form"] not in ("Exp2Nearest", "Exp2Floor"):
+        raise ValueError(f"form is {spec['form']!r}")
+    for name in PARTS:
+        coeffs = [from_hex(c) for c in spec[name]["coefficients"]]
+        if len(coeffs) != spec[name]["degree"] + 1:
+            raise ValueError(f"{name}: degree {spec[name]['degree']}, {len(coeffs)} coefficients")
 
 
 def _check_tier(spec: dict, tier: str) -> None:
-    if spec["schema"] != SCHEMA_VERSION:
-        raise ValueError(f"schema {spec['schema']} != {SCHEMA_VERSION}")
-    if spec["tier"] != tier:
-        raise ValueError(f"tier is {spec['tier']!r}, not {tier!r}")
+    check_envelope(spec, "polynomial", tier)
     for name in PARTS:
         ps = PolySpec.from_dict(spec[name])
         want = spec["function"] + ("" if name == "forward" else "_grad")
         if ps.target != want:
             raise ValueError(f"{name} approximates {ps.target!r}, not {want!r}")
-    if spec["default_backward"] not in BACKWARDS:
-        raise ValueError(f"default_backward is {spec['default_backward']!r}")
 
 
 _CHECKS = {
@@ -458,6 +543,7 @@ _CHECKS = {
     "packed": _check_packed,
     "accurate": lambda spec: _check_tier(spec, "accurate"),
     "paper": lambda spec: _check_tier(spec, "paper"),
+    "exp2": _check_exp2,
 }
 
 
@@ -577,16 +663,49 @@ def is_committed(path: str | Path) -> bool:
     return Path(path).resolve().is_relative_to(SPEC_DIR.resolve())
 
 
+class NotTheFitCommand(Differs):
+    """A committed spec that only ``python -m turbogelu fit`` may write."""
+
+    def __init__(self, path: Path, diffs: list[str]):
+        super().__init__(path, diffs)
+        self.args = (
+            f"{path} is a committed spec, written only by `{FIT_ALL}` (make fit); this command "
+            f"left it as it is ({len(diffs)} differences; --out writes the fit elsewhere)",
+        )
+
+
+# Whether `python -m turbogelu fit` is running (fit_writes): the one entry point that writes
+# committed specs. The lab modules' own commands (python -m turbogelu.approx.cells, ...) only
+# compare their refit with them, or write it elsewhere (--out).
+_FIT_WRITES = False
+
+
+@contextlib.contextmanager
+def fit_writes():
+    """Within it, write_checked may write committed specs (`python -m turbogelu fit`)."""
+    global _FIT_WRITES
+    before, _FIT_WRITES = _FIT_WRITES, True
+    try:
+        yield
+    finally:
+        _FIT_WRITES = before
+
+
 def write_checked(path: str | Path, text: str, *, force: bool = False, compare=None) -> str:
     """Write the JSON document ``text`` to ``path``, except over a committed spec file: one that
     ``differences`` (or ``compare``: ``file_differences``) finds equal is left untouched, one
-    that differs raises ``Differs`` (naming every difference) unless ``force``. Returns
-    "written", "unchanged" or "overwritten"."""
+    that differs raises ``Differs`` (naming every difference) unless ``force``, and outside
+    ``fit_writes`` (not `python -m turbogelu fit`) ``NotTheFitCommand``, as does a new
+    committed file. Returns "written", "unchanged" or "overwritten"."""
     path = Path(path)
+    if is_committed(path) and not path.is_file() and not _FIT_WRITES:
+        raise NotTheFitCommand(path, [f"{path}: (absent)"])
     if path.is_file() and is_committed(path):
         diffs = file_differences(path, text, compare)
         if not diffs:
             return "unchanged"
+        if not _FIT_WRITES:
+            raise NotTheFitCommand(path, diffs)
         if not force:
             raise Differs(path, diffs)
         path.write_text(text)

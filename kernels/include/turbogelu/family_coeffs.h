@@ -1,7 +1,6 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/<tier>.json (python -m turbogelu.approx.family_programs) and
-// data/specs/exp2/<tier>.json (python -m turbogelu.approx.exp2_programs) and
-// data/specs/cells/<function>.json (python -m turbogelu.approx.family_cells).
+// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json and
+// data/specs/cells/<function>.json (python -m turbogelu fit --all).
 //
 // The activation family's programs in the shape of family_eval.h, each tier's, and
 // TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,
@@ -14,7 +13,7 @@
 namespace turbogelu {
 namespace coeffs {
 
-// sigmoid, accurate tier: python -m turbogelu.approx.family_programs sigmoid
+// sigmoid, accurate tier: python -m turbogelu fit --all
 // sigmoid (1/2 + odd): r(u) ~ u^1 P(z), z = 2 u / 10.45 - 1, degree 11, fit on [0, 10.45], clamp 10.45, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.895e-05
 inline constexpr FamilyProgram sigmoid_accurate_forward = {
     11, 0x1.4e6666p+3f, 0x1.87f634p-3f, 0.0f, 1.0f,
@@ -30,7 +29,7 @@ inline constexpr FamilyProgram sigmoid_accurate_backward_matched = {
 inline constexpr bool sigmoid_accurate_default_backward_is_direct = true;
 inline constexpr bool sigmoid_accurate_shipped = true;
 
-// sigmoid, paper tier: python -m turbogelu.approx.family_programs --tier paper sigmoid
+// sigmoid, paper tier: python -m turbogelu fit --all
 // sigmoid (1/2 + odd): r(u) ~ u^1 P(z), z = 2 u / 5.32 - 1, degree 2, fit on [0, 5.32], clamp 5.26, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 5.222e-03
 inline constexpr FamilyProgram sigmoid_paper_forward = {
     2, 0x1.50a3d8p+2f, 0x1.8p-2f, 0.0f, 1.0f,
@@ -46,7 +45,7 @@ inline constexpr FamilyProgram sigmoid_paper_backward_matched = {
 inline constexpr bool sigmoid_paper_default_backward_is_direct = true;
 inline constexpr bool sigmoid_paper_shipped = true;
 
-// tanh, accurate tier: python -m turbogelu.approx.family_programs tanh
+// tanh, accurate tier: python -m turbogelu fit --all
 // tanh (odd): r(u) ~ u^1 P(z), z = 2 u / 5.6 - 1, degree 12, fit on [0, 5.6], clamp 5.6, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.735e-05
 inline constexpr FamilyProgram tanh_accurate_forward = {
     12, 0x1.666666p+2f, 0x1.6db6dcp-2f, -1.0f, 1.0f,
@@ -62,7 +61,7 @@ inline constexpr FamilyProgram tanh_accurate_backward_matched = {
 inline constexpr bool tanh_accurate_default_backward_is_direct = true;
 inline constexpr bool tanh_accurate_shipped = true;
 
-// tanh, paper tier: python -m turbogelu.approx.family_programs --tier paper tanh
+// tanh, paper tier: python -m turbogelu fit --all
 // tanh (odd): r(u) ~ u^1 P(z), z = 2 u / 2.84 - 1, degree 3, fit on [0, 2.84], clamp 2.78, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 7.673e-03
 inline constexpr FamilyProgram tanh_paper_forward = {
     3, 0x1.63d70ap+1f, 0x1.68p-1f, -1.0f, 1.0f,
@@ -78,7 +77,7 @@ inline constexpr FamilyProgram tanh_paper_backward_matched = {
 inline constexpr bool tanh_paper_default_backward_is_direct = false;
 inline constexpr bool tanh_paper_shipped = true;
 
-// silu, accurate tier: python -m turbogelu.approx.family_programs silu
+// silu, accurate tier: python -m turbogelu fit --all
 // silu (x/2 + even): r(u) ~ u^2 P(z), z = 2 u / 13 - 1, degree 13, fit on [0, 13], clamp 13, float32 coefficients, unknown method, program turbogelu; float32 replay: max |err| 2.938e-05
 inline constexpr FamilyProgram silu_accurate_forward = {
     13, 0x1.ap+3f, 0x1.3b13b2p-3f, -0.0f, 0.0f,
@@ -94,7 +93,7 @@ inline constexpr FamilyProgram silu_accurate_backward_matched = {
 inline constexpr bool silu_accurate_default_backward_is_direct = true;
 inline constexpr bool silu_accurate_shipped = true;
 
-// silu, paper tier: python -m turbogelu.approx.family_programs --tier paper silu
+// silu, paper tier: python -m turbogelu fit --all
 // silu (x/2 + even): r(u) ~ u^0 P(z), z = 2 y / 5.35^2 - 1, degree 3, fit on [0, 5.35], clamp 5.3, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 2.632e-02
 inline constexpr FamilyProgram silu_paper_forward = {
     3, 0x1.533334p+2f, 0x1.1ep-4f, -0.0f, 0.0f,
@@ -110,7 +109,7 @@ inline constexpr FamilyProgram silu_paper_backward_matched = {
 inline constexpr bool silu_paper_default_backward_is_direct = false;
 inline constexpr bool silu_paper_shipped = true;
 
-// softplus, accurate tier: python -m turbogelu.approx.family_programs softplus
+// softplus, accurate tier: python -m turbogelu fit --all
 // softplus (x/2 + even): r(u) ~ u^0 P(z), z = 2 u / 10.5 - 1, degree 10, fit on [0, 10.5], clamp 10.5, float32 coefficients, unknown method, program generic; float32 replay: max |err| 2.968e-05
 inline constexpr FamilyProgram softplus_accurate_forward = {
     10, 0x1.5p+3f, 0x1.861862p-3f, 0.0f, 0.0f,
@@ -133,7 +132,7 @@ inline constexpr FamilyProgram softplus_paper_backward_matched = softplus_accura
 inline constexpr bool softplus_paper_default_backward_is_direct = softplus_accurate_default_backward_is_direct;
 inline constexpr bool softplus_paper_shipped = false;
 
-// exp2, accurate tier: python -m turbogelu.approx.exp2_programs
+// exp2, accurate tier: python -m turbogelu fit --all
 // relative minimax of 2^f on [-1/2, 1/2] with p(0) = 1 (family_tails.exp2_coefficients(5)), float32 coefficients; float32 replay: max 2 ulp
 inline constexpr FamilyProgram exp2_accurate_forward = {
     5, 0.0f, 0.0f, 0.0f, 0.0f,
@@ -149,7 +148,7 @@ inline constexpr FamilyProgram exp2_accurate_backward_matched = {
 inline constexpr bool exp2_accurate_default_backward_is_direct = true;
 inline constexpr bool exp2_accurate_shipped = true;
 
-// exp2, paper tier: python -m turbogelu.approx.exp2_programs --tier paper
+// exp2, paper tier: python -m turbogelu fit --all
 // the paper's D2 (Table 8, sampled minimax of the relative error): 1 + f + a f (f - 1) on [0, 1], a on the 2^-24 grid, both endpoints exact in float32; float32 replay: max 38297 ulp
 inline constexpr FamilyProgram exp2_paper_forward = {
     2, 0.0f, 0.0f, 0.0f, 0.0f,
@@ -167,7 +166,7 @@ inline constexpr bool exp2_paper_shipped = true;
 
 // Cells: the CPU's table-driven programs for sigmoid and SiLU (family_eval.h's
 // cells_eval), a cubic in each of 32 cells of |x|; float32 max |err| over [-24, 24].
-// sigmoid: python -m turbogelu.approx.family_cells
+// sigmoid: python -m turbogelu fit --all
 // forward (HalfPlusOdd): max |err| 2.065e-06 (at x = 0.917793)
 inline constexpr CellTable sigmoid_cells_forward = {
     0x1.16db6ep+1f, 0x1.c75822p+3f, 0x1.8p+23f,
@@ -189,7 +188,7 @@ inline constexpr CellTable sigmoid_cells_backward_matched = {
      {-0x1.1297a6p-14f, -0x1.d73cecp-8f, -0x1.709a34p-5f, -0x1.a480a4p-4f, -0x1.2eb6bp-3f, -0x1.4e0e94p-3f, -0x1.378b46p-3f, -0x1.046edap-3f, -0x1.961f4cp-4f, -0x1.2d535ap-4f, -0x1.b14d96p-5f, -0x1.3084a2p-5f, -0x1.a556dcp-6f, -0x1.2010f6p-6f, -0x1.904bd2p-7f, -0x1.07211p-7f, -0x1.611aa6p-8f, -0x1.d6a53ep-9f, -0x1.39bd6cp-9f, -0x1.a073bap-10f, -0x1.12ecc4p-10f, -0x1.6d0b84p-11f, -0x1.df0458p-12f, -0x1.3b3dfp-12f, -0x1.9e41p-13f, -0x1.08bc7cp-13f, -0x1.5adb0cp-14f, -0x1.c5fbc4p-15f, -0x1.3a18p-15f, -0x1.9a2ce8p-16f, -0x1.041e14p-16f, 0x0p+0f},
      {-0x1.f9d03ap-5f, -0x1.996de2p-5f, -0x1.768168p-6f, 0x1.4dfa32p-9f, 0x1.1495aep-6f, 0x1.53bde4p-6f, 0x1.30eb2ap-6f, 0x1.d90f04p-7f, 0x1.5386cp-7f, 0x1.cf8d9p-8f, 0x1.33b8eap-8f, 0x1.90fcep-9f, 0x1.025056p-9f, 0x1.4a4342p-10f, 0x1.b069bp-11f, 0x1.0ab632p-11f, 0x1.52546ep-12f, 0x1.ab647p-13f, 0x1.0edc04p-13f, 0x1.5693f2p-14f, 0x1.afd074p-15f, 0x1.1276fep-15f, 0x1.591a3cp-16f, 0x1.b4325p-17f, 0x1.13a85cp-17f, 0x1.529d74p-18f, 0x1.abf28ap-19f, 0x1.0e7dcp-19f, 0x1.6b863p-20f, 0x1.cb794cp-21f, 0x1.19b6b2p-21f, 0x0p+0f},
      {0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f}}};
-// tanh: python -m turbogelu.approx.family_cells
+// tanh: python -m turbogelu fit --all
 // forward (Odd): max |err| 4.634e-06 (at x = -0.538994)
 inline constexpr CellTable tanh_cells_forward = {
     0x1.16db6ep+2f, 0x1.c75822p+2f, 0x1.8p+23f,
@@ -211,7 +210,7 @@ inline constexpr CellTable tanh_cells_backward_matched = {
      {-0x1.987866p-12f, -0x1.abf91ep-5f, -0x1.6a803p-2f, -0x1.a2af2p-1f, -0x1.2e7588p+0f, -0x1.4dfec6p+0f, -0x1.376dfp+0f, -0x1.0480b6p+0f, -0x1.96361cp-1f, -0x1.2d5ebep-1f, -0x1.b15882p-2f, -0x1.3089bep-2f, -0x1.a55b5cp-3f, -0x1.201392p-3f, -0x1.865c8p-4f, -0x1.072112p-4f, -0x1.611aa8p-5f, -0x1.d6a53ep-6f, -0x1.39bd72p-6f, -0x1.a073bep-7f, -0x1.12ecd4p-7f, -0x1.6d0b9ep-8f, -0x1.df0488p-9f, -0x1.3b3e36p-9f, -0x1.9e4072p-10f, -0x1.08bbeep-10f, -0x1.5adbf6p-11f, -0x1.c5fe3p-12f, -0x1.3a157ap-12f, -0x1.9a2782p-13f, -0x1.042a9ep-13f, 0x0p+0f},
      {-0x1.fb0764p-1f, -0x1.9f5cd4p-1f, -0x1.7d30c2p-2f, 0x1.38af96p-5f, 0x1.1407aep-2f, 0x1.53a2e6p-2f, 0x1.30bf9ep-2f, 0x1.d93bap-3f, 0x1.539f96p-3f, 0x1.cfa3ap-4f, 0x1.33c26ep-4f, 0x1.9104fcp-5f, 0x1.02539cp-5f, 0x1.4a46cp-6f, 0x1.a41002p-7f, 0x1.0ab632p-7f, 0x1.52547p-8f, 0x1.ab647p-9f, 0x1.0edc0ap-9f, 0x1.5693f4p-10f, 0x1.afd09p-11f, 0x1.127714p-11f, 0x1.591a6p-12f, 0x1.b432bap-13f, 0x1.13a7f6p-13f, 0x1.529cacp-14f, 0x1.abf3c2p-15f, 0x1.0e7f54p-15f, 0x1.6b830cp-16f, 0x1.cb72d2p-17f, 0x1.19c55p-17f, 0x0p+0f},
      {0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f, 0x0p+0f}}};
-// silu: python -m turbogelu.approx.family_cells
+// silu: python -m turbogelu fit --all
 // forward (XHalfPlusOdd): max |err| 4.589e-06 (at x = -15)
 inline constexpr CellTable silu_cells_forward = {
     0x1.044444p+1f, 0x1.e7de6ep+3f, 0x1.8p+23f,

@@ -15,7 +15,7 @@
 namespace turbogelu {
 namespace coeffs {
 
-// approximate="none": python -m turbogelu fit --range 4.389 --iters 35 --points 20000 --degree 8 --gelu-mode exact
+// approximate="none": python -m turbogelu fit --all
 // forward: irls, degree 8; float32 replay: max |err| 2.499e-05 (at x = -4.389), mean |err| on the grid 1.183e-05; float64 evaluation: max |err| 2.499e-05
 inline constexpr PolyCoeffs gelu_none_forward = {
     8, 0x1.18e56p+2f, 0x1.a943ap-4f,
@@ -31,7 +31,7 @@ inline constexpr PolyCoeffs gelu_none_backward_matched = {
 // The default backward: the more accurate of the two, as measured by the fit.
 inline constexpr bool gelu_none_default_backward_is_direct = true;
 
-// approximate="tanh": python -m turbogelu fit --range 4.25 --iters 35 --points 20000 --degree 8 --gelu-mode tanh
+// approximate="tanh": python -m turbogelu fit --all
 // forward: irls, degree 8; float32 replay: max |err| 2.194e-05 (at x = 4.02288), mean |err| on the grid 9.608e-06; float64 evaluation: max |err| 2.169e-05
 inline constexpr PolyCoeffs gelu_tanh_forward = {
     8, 0x1.1p+2f, 0x1.c5894ep-4f,
@@ -49,7 +49,7 @@ inline constexpr bool gelu_tanh_default_backward_is_direct = true;
 
 // Packed bfloat16: the opt-in CUDA path that evaluates the same program two lanes at a
 // time in __nv_bfloat162 arithmetic (every operation rounded to bfloat16), with its own
-// fits: python -m turbogelu.approx.packed -> data/specs/packed/*.json. Every value is a
+// fits: python -m turbogelu fit --all -> data/specs/packed/*.json. Every value is a
 // bfloat16. Bound: max |err| over every finite bfloat16 <= 2x PyTorch's own (tests).
 // approximate="none" forward: gelu_none_forward_bf16.json, remez+search, degree 4, R 3; exhaustive bfloat16 replay: max |err| 1.098e-02
 inline constexpr PolyCoeffs gelu_none_forward_packed_bf16 = {
