@@ -12,7 +12,7 @@ import importlib
 
 from . import _table
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
 _LAZY = {

@@ -460,8 +460,11 @@ def _table_functions() -> tuple[str, ...]:
 def check_envelope(spec: dict, program: str, tier: str | None = None) -> None:
     """The envelope of a spec of ``program`` (and ``tier``, when given): its version, names,
     the parts it says it holds (each an object) and its default backward."""
-    if spec["schema"] != SCHEMA_VERSION:
-        raise ValueError(f"schema {spec['schema']!r} != {SCHEMA_VERSION} (this turbogelu's)")
+    if spec.get("schema") != SCHEMA_VERSION:
+        raise ValueError(
+            f"schema {spec.get('schema', spec.get('schema_version'))!r} != {SCHEMA_VERSION}: "
+            f"written by an earlier turbogelu; refit it with `python -m turbogelu fit`"
+        )
     if spec["program"] != program:
         raise ValueError(f"program is {spec['program']!r}, not {program!r}")
     if spec["function"] not in _table_functions():
