@@ -134,7 +134,7 @@ def poly_program():
     polynomial elsewhere): for tests of the polynomial's bits, its replay and its bounds,
     which must hold on every machine whatever its default; the same switch forces the
     activation family's polynomials for sigmoid, tanh and SiLU. The cells programs have their own
-    tests (test_cells.py, test_family_cells.py), and test_program.py checks which program runs
+    tests (test_cells.py), and test_program.py checks which program runs
     by default."""
     with tg_ops.use_cpu_kernel("poly"):
         assert tg_ops.cpu_kernel() == "poly"

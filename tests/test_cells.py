@@ -1,21 +1,27 @@
-"""The CPU's table-driven program ("cells": a cubic in each of 32 cells; turbogelu/approx/cells.py,
-kernels/include/turbogelu/family_eval.h's cells_eval), the default where the
-CPU has AVX-512 two-table permutes (tests/test_program.py), forced here with
-``turbogelu.ops.use_cpu_kernel("cells")`` (or TURBOGELU_CPU_KERNEL=cells) on every ISA.
+"""The CPU's table-driven programs ("cells": a cubic in each of 32 cells; family_eval.h's
+cells_eval) of every row of the kernels' table that has them: GELU's two forms
+(turbogelu/approx/cells.py) and sigmoid, tanh and SiLU (turbogelu/approx/family_cells.py; through
+them softcap and SwiGLU). The default where the CPU has AVX-512 two-table permutes
+(tests/test_program.py), forced here with ``turbogelu.ops.use_cpu_kernel("cells")`` (or
+TURBOGELU_CPU_KERNEL=cells) on every ISA.
 
+For every row (``ROWS``, one test body through ``_cpu_*`` and ``_replay*``):
 * the committed tables are what the fit gives (refit, to the LP's tolerance:
   ``cells.refit_differences``) and what the header holds (bit for bit);
-* every instruction set gives the replay's bits (float32 grid and specials, every 16-bit input);
-* the accuracy bounds of the polynomial kernel (test_accuracy's tests, run under cells) and
-  the cells' own, ten times tighter, figures;
-* the IEEE semantics, thread invariance, opcheck, gradcheck of the matched backward, and the
-  switch itself (bad names, the environment variable, poly_gelu unaffected).
+* every instruction set gives the replay's bits, forward and both derivatives (float32 grid,
+  cell edges, clamps and specials; every 16-bit input), and float64 runs the same program;
+* gradcheck of the matched backward inside the cells; a NaN gradient stays NaN in the tails.
+Then each lab's own figures: GELU's (test_accuracy's bounds under cells, and the cells' own,
+ten times tighter; its IEEE semantics, thread invariance, opcheck, the switch itself) and the
+family's (the accurate tier's bounds on every 16-bit input, softcap and SwiGLU through tanh's
+and SiLU's cells, where "auto" takes cells).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import subprocess
 import sys
 
@@ -27,13 +33,22 @@ from conftest import ROOT, assert_same_bits, subprocess_env
 
 import turbogelu
 import turbogelu.ops as tops
-from turbogelu.approx import cells, codegen, reference, rounding
+from turbogelu import _table
+from turbogelu.approx import cells, codegen, reference, report, rounding
+from turbogelu.approx import family_cells as fc
+from turbogelu.approx import family_programs as fp
 from turbogelu.approx import spec as specmod
 
 OPS = torch.ops.turbogelu
 MODES = ("none", "tanh")
 ISAS = tops.cpu_isas_available()
 F32 = np.float32
+# Every row of the kernels' table with cells programs: GELU's forms (gelu_none, gelu_tanh:
+# approximate=) and the family's functions.
+GELU_ROWS = {_table.APPROXIMATE[m]: m for m in MODES}
+ROWS = (*GELU_ROWS, *fc.FUNCTIONS)
+STORAGE = [torch.float32, torch.float16, torch.bfloat16]
+IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 
 
 @pytest.fixture(autouse=True)
@@ -45,39 +60,104 @@ def cells_kernel():
 
 @functools.cache
 def _parts(mode: str) -> dict:
+    """GELU's cells, by form: {part: part_values}."""
     spec = cells.load(cells.spec_path(mode))
     return {p: cells.part_values(spec[p]) for p in cells.PARTS}
 
 
+@functools.cache
+def _family_parts(fn: str) -> dict:
+    """The family's cells, by function: {part: (part_values, form)}."""
+    spec = fc.load(fn)
+    return {p: (fc.part_values(spec[p]), spec[p]["form"]) for p in fc.PARTS}
+
+
+@functools.cache
 def _f32_inputs() -> np.ndarray:
+    """Dense float32 values over [-8, 8] and [-20, 20], random ones, the specials, and both
+    sides of every cell edge and clamp of every row's tables."""
     specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-45, -1e-45, 1e-40, -1e-40, 3.4e38, -3.4e38]
     edges = []
     scale = float(_parts("none")["forward"]["scale"])
-    for k in range(1, cells.CELLS):  # both sides of every cell edge, and of the tails
+    for k in range(1, cells.CELLS):  # GELU's cells are over x, zero at the centre of one
         e = F32((k - 0.5 - cells.CENTER) / scale)
         edges += [np.nextafter(e, F32(-np.inf)), e, np.nextafter(e, F32(np.inf))]
     clamp = _parts("none")["forward"]["clamp"]
     edges += [clamp, -clamp, np.nextafter(clamp, F32(np.inf)), np.nextafter(-clamp, F32(-np.inf))]
+    for fn in fc.FUNCTIONS:  # the family's over |x|
+        d = fc.design(fn)
+        e = ((np.arange(32) + 0.5) / float(d["scale"])).astype(F32)
+        c = F32(d["clamp"])
+        for v in (e, -e, np.array([c, -c], F32)):
+            edges += [*v, *np.nextafter(v, F32(np.inf)), *np.nextafter(v, F32(-np.inf))]
     rng = np.random.default_rng(0)
     return np.concatenate(
-        [np.linspace(-8, 8, 200_001), rng.normal(0, 3, 100_000), specials, edges]
+        [
+            np.linspace(-8, 8, 200_001),
+            np.linspace(-20, 20, 100_001),
+            rng.normal(0, 5, 100_000),
+            specials,
+            edges,
+        ]  # fmt: skip
     ).astype(F32)
+
+
+def _inputs(dtype: torch.dtype) -> torch.Tensor:
+    if dtype != torch.float32:  # every 16-bit value
+        return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    return torch.from_numpy(_f32_inputs())
+
+
+def _cpu_forward(row: str, x: torch.Tensor) -> torch.Tensor:
+    """The CPU op of a row of the table (GELU's: gelu with its approximate)."""
+    if row in GELU_ROWS:
+        return OPS.gelu(x, GELU_ROWS[row])
+    return getattr(OPS, row)(x)
+
+
+def _cpu_backward(row: str, g: torch.Tensor, x: torch.Tensor, backward: str) -> torch.Tensor:
+    if row in GELU_ROWS:
+        return OPS.gelu_backward(g, x, GELU_ROWS[row], backward)
+    return getattr(OPS, f"{row}_backward")(g, x, backward=backward)
+
+
+def _replay(row: str, part: str, x: np.ndarray, g: np.ndarray | None = None) -> np.ndarray:
+    """The lab's float32 replay of one part of a row's cells (a derivative times g)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if row in GELU_ROWS:
+            p = _parts(GELU_ROWS[row])[part]
+            return cells.forward32(x, p) if part == "forward" else cells.backward32(x, p, g)
+        values, form = _family_parts(row)[part]
+        r = fc.eval32(x, values, form)
+        return r if part == "forward" else (np.asarray(g, F32) * r).astype(F32)
+
+
+def _replay64(row: str, part: str, x: np.ndarray) -> np.ndarray:
+    """The same program in double (float32 coefficients): the float64 kernels'."""
+    if row in GELU_ROWS:
+        p = _parts(GELU_ROWS[row])[part]
+        return cells.forward64(x, p) if part == "forward" else cells.backward64(x, p)
+    values, form = _family_parts(row)[part]
+    return fc.eval64(x, values, form)
 
 
 # ---------------------------------------------------------------- the tables
 
 
-def test_refit_gives_the_committed_specs(capsys):
+@pytest.mark.parametrize(("lab", "n"), [(cells, len(MODES)), (fc, len(fc.FUNCTIONS))],
+                         ids=["gelu", "family"])  # fmt: skip
+def test_refit_gives_the_committed_specs(lab, n, capsys):
     # `--check` compares by cells.refit_differences, never the files' text: settings and
     # constants bit for bit; a table, the float32 rounding of an LP solved by HiGHS to 1e-7
-    # from float64 targets through numpy's / scipy's transcendentals (last bits CPU-dependent),
-    # as a program within cells.SOLVER_ATOL; the errors to spec.MEASURED_RTOL (or, for a table
-    # of other bits, cells.REFIT_ERRORS_RTOL). The kernels' bits are the committed tables'
+    # from float64 targets through numpy's / scipy's transcendentals (last bits CPU-dependent:
+    # tanh's differs in 23 entries without numpy's SIMD loops), as a program within
+    # cells.SOLVER_ATOL; the errors to spec.MEASURED_RTOL (or, for a table of other bits,
+    # cells.REFIT_ERRORS_RTOL). The kernels' bits are the committed tables'
     # (test_header_holds_the_committed_tables, the replay tests).
-    status = cells.main(["--check"])
+    status = lab.main(["--check"])
     out = capsys.readouterr().out
     assert status == 0, f"refit of the cells differs from data/specs/cells:\n{out}"
-    assert out.count("matches the refit") == len(MODES), out
+    assert out.count("matches the refit") == n, out
 
 
 def test_check_names_what_differs(tmp_path, capsys):
@@ -170,52 +250,79 @@ def test_design_puts_zero_in_a_cell_centre_and_the_tails_in_cells_0_1_31():
 # ---------------------------------------------------------------- kernels == replay
 
 
-@pytest.mark.parametrize("isa", ISAS)
-@pytest.mark.parametrize("mode", MODES)
-def test_float32_bits_match_the_replay(isa, mode):
-    x = _f32_inputs()
-    xt = torch.from_numpy(x)
-    g = torch.from_numpy(np.random.default_rng(1).normal(size=x.size).astype(F32))
-    p = _parts(mode)
-    with tops.use_cpu_isa(isa):
-        assert_same_bits(OPS.gelu(xt, mode), torch.from_numpy(cells.forward32(x, p["forward"])))
-        for b in ("direct", "matched"):
-            want = cells.backward32(x, p["backward_" + b], g.numpy())
-            assert_same_bits(OPS.gelu_backward(g, xt, mode, b), torch.from_numpy(want), b)
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("row", ROWS)
+def test_kernels_are_the_replay(row, dtype, isa):
+    """Forward and both derivatives, on every instruction set (the ``isa`` fixture): float32
+    the replay's bits, 16-bit its float32 result rounded once (the kernels' stores)."""
+    x = _inputs(dtype)
+    g = torch.linspace(-2, 2, x.numel()).to(dtype)
+    x32, g32 = x.float().numpy(), g.float().numpy()
+    assert_same_bits(_cpu_forward(row, x), _to_half(_replay(row, "forward", x32), dtype))
+    for backward in ("direct", "matched"):
+        want = _replay(row, f"backward_{backward}", x32, g32)
+        assert_same_bits(_cpu_backward(row, g, x, backward), _to_half(want, dtype), backward)
 
 
 def _to_half(v: np.ndarray, dtype) -> torch.Tensor:
-    # float32 -> 16 bits, round to nearest even: what the kernels' stores do.
-    return torch.from_numpy(v).to(dtype)
+    # float32 -> the dtype, round to nearest even: what the kernels' stores do.
+    return torch.from_numpy(np.ascontiguousarray(v)).to(dtype)
 
 
-@pytest.mark.parametrize("isa", ISAS)
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
-def test_every_16bit_input_matches_the_replay(isa, dtype):
-    x = acc.all_inputs(dtype)
-    x32 = x.float().numpy()
-    p = _parts("none")
-    with tops.use_cpu_isa(isa):
-        assert_same_bits(OPS.gelu(x), _to_half(cells.forward32(x32, p["forward"]), dtype))
-        g = torch.ones_like(x)
-        want = cells.backward32(x32, p["backward_direct"], g.float().numpy())
-        assert_same_bits(OPS.gelu_backward(g, x), _to_half(want, dtype))
-
-
-def test_float64_is_the_same_program_in_double():
+@pytest.mark.parametrize("row", ROWS)
+def test_float64_is_the_same_program_in_double(row):
     x = _f32_inputs().astype(np.float64)
     xt = torch.from_numpy(x)
-    p = _parts("none")
-    got = OPS.gelu(xt).numpy()
-    want = cells.forward64(x, p["forward"])
-    ok = np.isfinite(want)
-    assert np.array_equal(np.isnan(got), np.isnan(want))
-    # The kernel fuses each multiply-add (std::fma), the numpy replay rounds twice: they agree
-    # to a few double ulps of the cubic's terms (relative 1e-12 where the result is ~1e-6).
-    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-13, atol=1e-16)
-    gb = OPS.gelu_backward(torch.ones_like(xt), xt).numpy()
-    want_b = cells.backward64(x, p["backward_direct"])[ok]
-    np.testing.assert_allclose(gb[ok], want_b, rtol=1e-13, atol=1e-16)
+    for part in ("forward", "backward_direct"):
+        if part == "forward":
+            got = _cpu_forward(row, xt).numpy()
+        else:
+            got = _cpu_backward(row, torch.ones_like(xt), xt, "direct").numpy()
+        want = _replay64(row, part, x)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), part
+        ok = np.isfinite(want)
+        assert np.array_equal(got[~ok], want[~ok], equal_nan=True), part
+        # The kernel fuses each multiply-add (std::fma), the numpy replay rounds twice: they
+        # agree to a few double ulps of the cubic's terms: relative 1e-13 (GELU's cells, over x,
+        # whose results near 0 are x times a small cubic), or 1e-13 of max(|x|, 1) (the
+        # family's, over |x|: SiLU's product scales them by |x|).
+        if row in GELU_ROWS:
+            np.testing.assert_allclose(got[ok], want[ok], rtol=1e-13, atol=1e-16, err_msg=part)
+        else:
+            scale = np.maximum(np.abs(x[ok]), 1.0)
+            assert np.all(np.abs(got[ok] - want[ok]) <= 1e-13 * scale), part
+
+
+def _cell_interiors(row: str) -> torch.Tensor:
+    """Points well inside cells (a finite difference across a cell edge would see the cubics'
+    jump, ~1e-7): GELU's cells 2..30 over x; the family's 0..30 over |x|, both signs."""
+    if row in GELU_ROWS:
+        scale = float(_parts(GELU_ROWS[row])["forward"]["scale"])
+        k = torch.arange(2, 31, dtype=torch.float64)
+        return (k - cells.CENTER + torch.linspace(-0.3, 0.3, 29, dtype=torch.float64)) / scale
+    scale = float(fc.design(row)["scale"])
+    k = torch.arange(0, 31, dtype=torch.float64)
+    u = (k + torch.linspace(-0.3, 0.3, 31, dtype=torch.float64)).clamp(min=0.2) / scale
+    return torch.cat([u, -u])
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_gradcheck_of_the_matched_backward_in_float64(row):
+    """The matched derivative is the cells forward's own."""
+    x = _cell_interiors(row).requires_grad_()
+    if row in GELU_ROWS:
+        f = lambda t: turbogelu.gelu(t, GELU_ROWS[row], backward="matched")  # noqa: E731
+    else:
+        f = lambda t: getattr(turbogelu, row)(t, backward="matched")  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x,), eps=1e-7, atol=1e-6)
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_nan_gradient_stays_nan_in_the_tails(row):
+    x = torch.tensor([-100.0, 100.0, 0.5, -np.inf, np.inf])
+    g = torch.full_like(x, math.nan)
+    for backward in ("direct", "matched"):
+        assert torch.isnan(_cpu_backward(row, g, x, backward)).all(), backward
 
 
 # ---------------------------------------------------------------- accuracy
@@ -340,18 +447,6 @@ def test_opcheck():
     opcheck(OPS.gelu_backward.default, (torch.randn(5, 7), x.detach()))
 
 
-def test_gradcheck_of_the_matched_backward_in_float64():
-    # The forward is one cubic per cell (continuous to ~1e-7 at the edges, where a finite
-    # difference would straddle two cells): points well inside cells 2..30.
-    scale = float(_parts("none")["forward"]["scale"])
-    k = torch.arange(2, 31, dtype=torch.float64)
-    x = (k - cells.CENTER + torch.linspace(-0.3, 0.3, 29, dtype=torch.float64)) / scale
-    x.requires_grad_(True)
-    assert torch.autograd.gradcheck(
-        lambda t: turbogelu.gelu(t, backward="matched"), (x,), eps=1e-6, atol=1e-6
-    )
-
-
 def test_autograd_uses_the_cells_backward():
     x = torch.from_numpy(_f32_inputs()[:1000]).requires_grad_(True)
     turbogelu.gelu(x).sum().backward()
@@ -410,3 +505,120 @@ def test_16bit_rounding_helper_matches_torch():
     for dtype, fmt in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
         want = rounding.round_to(v.astype(np.float64), fmt)
         assert np.array_equal(_to_half(v, dtype).double().numpy(), want)
+
+
+# ---------------------------------------------------------------- the family's own
+
+
+def _family_replay(fn: str, part: str, x: torch.Tensor) -> torch.Tensor:
+    """A family part's float32 replay as a float32 tensor (a derivative: f' itself)."""
+    ones = np.ones(x.numel(), F32)
+    r = _replay(fn, part, x.float().numpy(), None if part == "forward" else ones)
+    return torch.from_numpy(np.ascontiguousarray(r))
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_swiglu_runs_silus_cells(dtype, isa):
+    a = _inputs(dtype)
+    b = torch.linspace(-3, 3, a.numel()).to(dtype)
+    g = torch.linspace(2, -1, a.numel()).to(dtype)
+    f = _family_replay("silu", "forward", a)
+    d = _family_replay("silu", "backward_direct", a)
+    assert_same_bits(OPS.swiglu(a, b), (f * b.float()).to(dtype))
+    ga, gb = OPS.swiglu_backward(g, a, b)
+    assert_same_bits(ga, (g.float() * b.float() * d).to(dtype))
+    assert_same_bits(gb, (g.float() * f).to(dtype))
+
+
+@pytest.mark.parametrize("cap", [50.0, 1.0, 0.3])
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+def test_softcap_runs_tanhs_cells(cap, dtype, isa):
+    """softcap = fl(cap32 * tanh_cells(fl(x * fl(1/cap32)))); backward grad * tanh'(q)."""
+    x = _inputs(dtype)
+    g = torch.linspace(-2, 2, x.numel()).to(dtype)
+    cap32, inv = np.float32(cap), np.float32(1) / np.float32(cap)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = torch.from_numpy((x.float().numpy() * inv).astype(np.float32))
+        t = _family_replay("tanh", "forward", q).numpy()
+        want = torch.from_numpy((cap32 * t).astype(np.float32))
+    d = _family_replay("tanh", "backward_direct", q)
+    assert_same_bits(OPS.softcap(x, cap), want.to(dtype))
+    got = OPS.softcap_backward(g, x, cap, backward="direct")
+    assert_same_bits(got, (g.float() * d).to(dtype))
+
+
+def _poly(op, x, **kw):
+    with tops.use_cpu_kernel("poly"):
+        return op(x, **kw)
+
+
+def test_auto_takes_cells_where_gelu_does(isa):
+    """The default ("auto") runs the family's cells programs where GELU's default is cells
+    (the AVX-512 instruction sets: the lookups are one permute) and the polynomial elsewhere
+    (on AVX2 the cells run at half the polynomial's speed: experiments/family_cells_ab.py --isa
+    avx2); "poly" and "cells" force either; exp2 and the paper tier have polynomials only."""
+    x = _inputs(torch.float32)
+    cells_silu = OPS.silu(x)  # (cells: this file's autouse fixture)
+    assert_same_bits(OPS.exp2(x), _poly(OPS.exp2, x))
+    assert_same_bits(OPS.sigmoid(x, tier="paper"), _poly(OPS.sigmoid, x, tier="paper"))
+    poly = _poly(OPS.silu, x)
+    assert not torch.equal(cells_silu, poly)
+    with tops.use_cpu_kernel("auto"):
+        assert tops.cpu_kernel() == ("cells" if isa.startswith("avx512") else "poly")
+        assert_same_bits(OPS.silu(x), cells_silu if tops.cpu_kernel() == "cells" else poly)
+
+
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_family_float32_errors_are_the_recorded_ones_and_under_the_tier(fn):
+    spec = fc.load(fn)
+    for part in fc.PARTS:
+        got = fc.measure(fn, part, fc.part_values(spec[part]))
+        # a float64 error against numpy's / scipy's transcendentals (last bits CPU-dependent)
+        want = spec[part]["errors"]["max_abs_float32"]
+        assert got["max_abs_float32"] == pytest.approx(want, rel=specmod.MEASURED_RTOL)
+    # the forward and the direct derivative: well under the tier's 3e-5 (the polynomial's
+    # are 2.9e-5); the matched derivative is the forward's own, as GELU's
+    assert spec["forward"]["errors"]["max_abs_float32"] <= fp.ABS_BOUND / 5
+    assert spec["backward_direct"]["errors"]["max_abs_float32"] <= fp.ABS_BOUND / 2
+
+
+@pytest.mark.parametrize("fmt", fp.FORMATS)
+@pytest.mark.parametrize("fn", fc.FUNCTIONS)
+def test_family_forward_every_16bit_input(fn, fmt):
+    """The accurate tier's 16-bit bounds, judged from the replay: within 1 ulp of the
+    correctly rounded value where x >= -3, below that |error| <= 3e-5 beyond half an ulp."""
+    values, form = _family_parts(fn)["forward"]
+    rep = report.exhaustive(lambda v: fc.eval32(v, values, form), fn, fmt)
+    exact = report.reference_table(fn, fmt)[2]
+    x, ulps = rep.x, rep.ulps
+    assert not np.any(np.isnan(rep.got)), "NaN for a finite input"
+    one = x >= fp.ONE_ULP_FROM[fn]
+    assert ulps[one].max() <= 1, f"{fn} {fmt}: {int(np.sum(ulps[one] > 1))} over 1 ulp"
+    err = np.abs(rep.got - exact)
+    bound = fp.ABS_BOUND + rounding.ulp_of(rep.got, fmt) / 2
+    assert np.all(err[~one] <= bound[~one]), f"{fn} {fmt}: tail over 3e-5"
+
+
+@pytest.mark.parametrize("dtype", STORAGE + [torch.float64], ids=IDS)
+def test_family_special_values(dtype, isa):
+    x = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40], dtype=dtype)
+    s, y, t = OPS.sigmoid(x), OPS.silu(x), OPS.tanh(x)
+    gt = OPS.tanh_backward(torch.ones_like(x), x, backward="direct")
+    gs = OPS.sigmoid_backward(torch.ones_like(x), x, backward="direct")
+    gy = OPS.silu_backward(torch.ones_like(x), x, backward="direct")
+    assert s[:4].tolist() == [0.5, 0.5, 1.0, 0.0] and math.isnan(s[4])
+    assert y[2].item() == math.inf and math.isnan(y[4])
+    for i in (1, 3, 6):  # silu(-0.0), silu(-inf) and silu(-tiny) are -0.0 or negative
+        assert math.copysign(1.0, y[i].item()) == -1.0
+    assert y[0].item() == 0.0 and math.copysign(1.0, y[0].item()) == 1.0
+    assert gs[2].item() == 0.0 and gs[3].item() == 0.0 and math.isnan(gs[4])
+    assert gy[2].item() == 1.0 and gy[3].item() == 0.0 and math.isnan(gy[4])
+    assert gy[0].item() == 0.5 and gy[1].item() == 0.5
+    assert t[:4].tolist() == [0.0, -0.0, 1.0, -1.0] and math.isnan(t[4])
+    assert math.copysign(1.0, t[1].item()) == -1.0  # tanh(-0.0) = -0.0
+    assert gt[0].item() == pytest.approx(1.0, abs=1e-5) and gt[1].item() == gt[0].item()
+    assert gt[2].item() == 0.0 and gt[3].item() == 0.0 and math.isnan(gt[4])
+    if dtype == torch.float32:  # subnormals: silu(x) = x/2, tanh(x) = x to float32's precision
+        assert y[5].item() == pytest.approx(0.5e-40, rel=1e-6)
+        assert t[5].item() == pytest.approx(1e-40, rel=1e-6)
+        assert t[6].item() == pytest.approx(-1e-40, rel=1e-6)

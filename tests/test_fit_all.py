@@ -2,7 +2,7 @@
 turbogelu fit --all`` (``make fit``) runs a step per kind of spec, together the steps own every
 file under ``data/specs/``, each once, every file has spec.py's envelope, and no other command
 writes them. Each step's refit is checked against its committed files by the
-kind's own tests (test_fit, test_cells, test_family_cells, test_packed, test_family_programs,
+kind's own tests (test_fit, test_cells, test_packed, test_family_programs,
 test_exp2_programs); running them all here would repeat those minutes."""
 
 from __future__ import annotations
