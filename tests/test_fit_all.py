@@ -142,7 +142,9 @@ def test_only_the_fit_command_writes_committed_specs(tmp_path, capsys):
         assert json.loads(path.read_text()) == stale  # left as it was
         with spec.fit_writes():
             assert exp2_programs.main(["--tier", "paper", "--force"]) == 0
-        assert path.read_bytes() == before  # the fit command restored it
+        # the fit command restored it (its measured figures to spec.MEASURED_RTOL: their last
+        # digits belong to the CPU that refits)
+        assert spec.differences(json.loads(before), json.loads(path.read_text())) == []
     finally:
         path.write_bytes(before)
     out = tmp_path / "paper.json"
