@@ -263,7 +263,7 @@ def _nvcc_path() -> str:
 
 # A folder for nvcc's outputs (tests/gpu_check.sh sets it on the GPU machine and fills it
 # in the background while the extension builds, which leaves most of the cores idle): the
-# PTX and ptxas tests of test_cuda.py and test_cuda_family.py then read their four compiles
+# PTX and ptxas tests of test_cuda.py then read their four compiles
 # (about 45 s of one core) instead of running them inside the tests step's time limit.
 NVCC_CACHE_ENV = "GPU_CHECK_NVCC_CACHE"
 PREFETCH_WAIT = 90  # s: the most a test waits for a compile the prefetch started (~25 s here)
@@ -416,19 +416,23 @@ def gelu_ops() -> list[tuple[str, str, str]]:
 
 def gelu_shapes() -> dict[str, tuple[str, int, bool, str, int, bool]]:
     """The shapes of GELU's rows as family_shapes gives the family's (family.h's
-    TG_GELU_SHAPE: x/2 + x^2 P and 1/2 + x Q, both in x^2, with the window decided on x^2;
-    the accurate tier only), their degrees from the generated gelu_coeffs.h."""
+    TG_GELU_SHAPE: x/2 + x^2 P and 1/2 + x Q, both in x^2, with the window decided on x^2),
+    "<fn>_accurate" (its one tier) and "<fn>_packed" (the packed bfloat16 fits), their degrees
+    from the generated gelu_coeffs.h."""
     text = (ROOT / "kernels/include/turbogelu/gelu_coeffs.h").read_text()
 
     def degree(name: str) -> int:
         return int(re.search(rf"PolyCoeffs {name} = \{{\s*(\d+),", text)[1])
 
+    parts = {"accurate": ("forward", "backward_direct"),
+             "packed": ("forward_packed_bf16", "backward_packed_bf16")}  # fmt: skip
     return {
-        f"{fn}_accurate": (
-            "XHalfPlusEven", degree(f"{fn}_forward"), True,
-            "HalfPlusOdd", degree(f"{fn}_backward_direct"), True,
+        f"{fn}_{program}": (
+            "XHalfPlusEven", degree(f"{fn}_{forward}"), True,
+            "HalfPlusOdd", degree(f"{fn}_{backward}"), True,
         )
         for _, fn, _ in gelu_ops()
+        for program, (forward, backward) in parts.items()
     }  # fmt: skip
 
 
@@ -487,14 +491,12 @@ def describe(name: str) -> str | None:
         scheme = "horner" if m[3] == "0" else "estrin"
         direction = "backward" if m[4] == "1" else "forward"
         return f"{DTYPE_OF[m[1]]} {direction} {scheme} (degree {int(m[2]) - 1})"
-    if m := re.search(r"packed_bf16_kernelILi(\d+)ELb(\d)E", name):
-        direction = "backward" if m[2] == "1" else "forward"
-        return f"bfloat16 packed {direction} (degree {int(m[1]) - 1})"
     if found := packed_family_kernel(name):
         body, fn, kind = found
-        tier = fn.rpartition("_")[2]
+        tier = fn.rpartition("_")[2]  # (GELU's rows: "packed", their packed fits)
         op = _family_op_name(fn, kind)
-        _, df, _, _, dd, _ = family_shapes().get(fn, ("?", -1, False, "?", -1, False))
+        shapes = {**family_shapes(), **gelu_shapes()}
+        _, df, _, _, dd, _ = shapes.get(fn, ("?", -1, False, "?", -1, False))
         if body == "pair":
             return f"bfloat16 packed {op} ({tier}) backward (degrees {df}, {dd})"
         if body == "unary" or kind == "Gated":

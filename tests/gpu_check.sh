@@ -18,11 +18,11 @@
 #              (with ninja or without: tests/gpu_check.py build), against the torch installed
 #              there; a failed build ends the check
 #   resources  the kernels' registers, spills and blocks per SM (tests/gpu_check.py)
-#   tests      tests/test_cuda.py and test_cuda_family.py on the GPU: every op (GELU's and the
-#              activation family's), layout and dtype bit-identical to the CPU kernels, every
-#              tail and 16-byte offset, every 16-bit input, both opt-in packed bfloat16 paths
-#              (GELU's, the family's paper tier) bit-identical to the lab's replay of their
-#              bfloat16 arithmetic, opcheck, gradcheck, compile,
+#   tests      tests/test_cuda.py on the GPU: every row of the kernels' table (GELU's two
+#              forms and the activation family's ops), layout and dtype bit-identical to the
+#              CPU kernels, every tail and 16-byte offset, every 16-bit input, both opt-in
+#              packed bfloat16 paths (GELU's, the family's paper tier) bit-identical to the
+#              lab's replay of their bfloat16 arithmetic, opcheck, gradcheck, compile,
 #              streams, the grid against the occupancy, a bfloat16 tensor of more than 2^31
 #              elements on slices
 #   memcheck   compute-sanitizer --tool memcheck over tests/cuda_memcheck.py (every tail and
@@ -336,12 +336,12 @@ else
 fi
 SELECT=()
 [[ -n "${GPU_CHECK_TESTS:-}" ]] && SELECT=(-k "$GPU_CHECK_TESTS")
-step tests 150 "${TEST_ENV[@]}" "$PY" -m pytest tests/test_cuda.py tests/test_cuda_family.py \
+step tests 150 "${TEST_ENV[@]}" "$PY" -m pytest tests/test_cuda.py \
   -q -rs -p no:cacheprovider \
   --maxfail=50 --junitxml="$LOG/test_cuda.xml" ${SELECT[@]+"${SELECT[@]}"}
 TESTS="$("$PY" tests/gpu_check.py junit "$LOG/test_cuda.xml")"
 row tests "$(result): $(head -1 <<<"$TESTS")"
-note "- tests/test_cuda.py, test_cuda_family.py$([[ $DRY -eq 1 ]] && echo ' (against the CPU kernels)'): $TESTS"
+note "- tests/test_cuda.py$([[ $DRY -eq 1 ]] && echo ' (against the CPU kernels)'): $TESTS"
 if [[ $RC -ne 0 ]]; then CORRECT=FAILED; fi
 if [[ -n "$PREFETCH_PID" ]]; then # done by now, else stopped: the tests no longer need it
   if kill -0 "$PREFETCH_PID" 2>/dev/null; then

@@ -1,9 +1,11 @@
-"""The activation family's CPU ops (sigmoid, tanh, silu, softplus, softcap, swiglu; the unary ones
-from the table, turbogelu/_table.py): bit for bit the lab's
-replay (``family_programs.replay_forward`` / ``replay_backward``) on every instruction set and
-16-bit input, the accuracy tier through the ops, IEEE special values, float64, and layout,
-threads and out= / in-place forms. The polynomials are forced (on AVX-512 CPUs sigmoid's, tanh's
-and SiLU's default is their cells program, which tests/test_family_cells.py checks the same way)."""
+"""What only the activation family's CPU ops have (its ops' common checks, with GELU's, are
+tests/test_ops.py's, over every row of the table): bit for bit the lab's replay
+(``family_programs.replay_forward`` / ``replay_backward``) on every instruction set and 16-bit
+input, tiers included (the paper tier's error, the refusals); softcap's and swiglu's errors,
+which scale with the cap and b; IEEE special values and subnormals; softplus' floor at +0;
+threads; swiglu's backward written over its grad; silu's ``inplace=``; streaming stores. The
+polynomials are forced (on AVX-512 CPUs sigmoid's, tanh's and SiLU's default is their cells
+program, which tests/test_family_cells.py checks the same way)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from conftest import HALF_DTYPES, assert_same_bits, layout_cases
+from conftest import HALF_DTYPES, assert_same_bits
+from test_ops import EXACT, float32_sample
 
 import turbogelu
 from turbogelu.approx import family_programs as fp
@@ -23,31 +26,7 @@ pytestmark = pytest.mark.usefixtures("poly_program")
 
 OPS = torch.ops.turbogelu
 UNARY = turbogelu.family.UNARY  # the Plain ops with fitted programs, from the table
-EXACT = {
-    "sigmoid": reference.sigmoid,
-    "tanh": reference.tanh,
-    "silu": reference.silu,
-    "softplus": reference.softplus,
-}
-EXACT_GRAD = {
-    "sigmoid": reference.sigmoid_grad,
-    "tanh": reference.tanh_grad,
-    "silu": reference.silu_grad,
-    "softplus": reference.sigmoid,
-}
 CAPS = (50.0, 1.0, 0.3)
-SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40, 1e-45, 3.4e38, -3.4e38]
-
-
-def _sample(n: int = 1 << 15, seed: int = 0) -> np.ndarray:
-    """float32 inputs: specials, a dense uniform sweep over [-16, 16], and wide log-spaced
-    magnitudes of both signs."""
-    rng = np.random.default_rng(seed)
-    mags = np.exp(rng.uniform(math.log(1e-30), math.log(1e30), n // 4))
-    x = np.concatenate(
-        [SPECIALS, np.linspace(-16, 16, n // 2), mags, -mags, rng.normal(0, 3, n // 4)]
-    )
-    return x.astype(np.float32)
 
 
 def _every(dtype: torch.dtype) -> torch.Tensor:
@@ -58,7 +37,7 @@ def _every(dtype: torch.dtype) -> torch.Tensor:
 def _inputs(dtype: torch.dtype) -> torch.Tensor:
     if dtype in HALF_DTYPES:
         return _every(dtype)
-    return torch.from_numpy(_sample())
+    return torch.from_numpy(float32_sample())
 
 
 def _want(result32: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
@@ -80,10 +59,6 @@ IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 TIERS = ("accurate", "paper")
 # (op, tier) for every tier each unary op has (softplus: the accurate one only).
 UNARY_TIERS = [(fn, t) for fn in UNARY for t in turbogelu._table.op(fn).tiers]
-
-
-def test_every_unary_op_has_its_exact_function():
-    assert set(EXACT) == set(EXACT_GRAD) == set(UNARY)
 
 
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
@@ -142,31 +117,7 @@ def test_swiglu_is_the_replay(dtype, tier, isa):
         assert_same_bits(gb, _want(wb, dtype), f"grad_b {backward}")
 
 
-def test_default_backward_is_the_specs_choice():
-    x = torch.from_numpy(_sample(1 << 10))
-    g = torch.ones_like(x)
-    for fn in UNARY:
-        choice = fp.load(fn)["default_backward"]
-        assert_same_bits(
-            getattr(OPS, f"{fn}_backward")(g, x), getattr(OPS, f"{fn}_backward")(g, x, choice)
-        )
-
-
-# ------------------------------------------------------------------ the tier, through the ops
-
-
-@pytest.mark.parametrize("fn", UNARY)
-def test_float32_error_within_the_tier(fn):
-    """max |op - f| <= 3e-5 beyond half a float32 ulp of the result, on a dense grid over the
-    window and far beyond the clamp (the spec measured the same program on its own grid)."""
-    x = np.concatenate([np.linspace(-40, 40, 400_001), _sample()[len(SPECIALS) :]])
-    x = x.astype(np.float32)
-    x = x[np.isfinite(x)]
-    got = OPS.__getattr__(fn)(torch.from_numpy(x)).double().numpy()
-    exact = EXACT[fn](x.astype(np.float64))
-    half_ulp = np.spacing(np.abs(got).astype(np.float32)).astype(np.float64) / 2
-    err = np.abs(got - exact) - half_ulp
-    assert np.nanmax(err) <= fp.ABS_BOUND
+# ------------------------------------------------------------------ errors scaled by cap and b
 
 
 def test_softcap_and_swiglu_errors_scale_with_cap_and_b():
@@ -187,20 +138,6 @@ def test_softcap_and_swiglu_errors_scale_with_cap_and_b():
     s = np.abs(reference.silu(a.astype(np.float64))).astype(np.float32)
     slack = np.spacing(s).astype(np.float64) / 2 * np.abs(b)
     assert np.all(np.abs(got - exact) - half_ulp - slack <= fp.ABS_BOUND * np.abs(b))
-
-
-@pytest.mark.parametrize("fn", UNARY)
-def test_float64_is_close_to_the_exact_function(fn):
-    """float64 runs the same program (float32 coefficients) in double: the tier's float32
-    bound holds (the fit's error, not float32 rounding, dominates), and the matched backward
-    is the derivative of the float64 forward (gradcheck, below)."""
-    x = torch.from_numpy(_sample().astype(np.float64))
-    x = x[torch.isfinite(x)]
-    got = getattr(OPS, fn)(x).numpy()
-    assert np.max(np.abs(got - EXACT[fn](x.numpy()))) <= fp.ABS_BOUND
-    d = getattr(OPS, f"{fn}_backward")(torch.ones_like(x), x).numpy()
-    spec = fp.load(fn)["backward_direct"]["errors"]["float32"]["max_abs_float32"]
-    assert np.max(np.abs(d - EXACT_GRAD[fn](x.numpy()))) <= spec * 1.01
 
 
 # ------------------------------------------------------------------ IEEE semantics
@@ -308,23 +245,7 @@ def test_softplus_and_its_gradient_are_never_negative():
         assert (replay.run(raw, near_clamp) < 0).any(), part
 
 
-# ------------------------------------------------------------------ layout, threads, out=
-
-
-def _cases():
-    return layout_cases(4)
-
-
-@pytest.mark.parametrize("case", list(_cases()))
-def test_layouts_match_the_contiguous_result(case):
-    x = _cases()[case]
-    for fn in UNARY:
-        r = getattr(OPS, fn)(x)
-        assert r.shape == x.shape and r.stride() == torch.empty_like(x).stride()
-        assert_same_bits(r.contiguous(), getattr(OPS, fn)(x.contiguous()), fn)
-    assert_same_bits(OPS.softcap(x, 3.0).contiguous(), OPS.softcap(x.contiguous(), 3.0))
-    b = torch.ones_like(x) * 2
-    assert_same_bits(OPS.swiglu(x, b).contiguous(), OPS.swiglu(x.contiguous(), b.contiguous()))
+# ------------------------------------------------------------------ threads, out=, tiers
 
 
 def test_results_do_not_depend_on_threads_or_grain():
@@ -351,34 +272,15 @@ def test_results_do_not_depend_on_threads_or_grain():
             assert_same_bits(a, b)
 
 
-def test_out_and_inplace_forms():
+def test_swiglu_backward_out_over_its_grad():
+    """grad_a written over grad itself (full overlap): each block is read before it is
+    written."""
     x = torch.randn(1000) * 4
-    for fn in UNARY:
-        out = torch.empty_like(x)
-        getattr(OPS, fn).out(x, out=out)
-        assert_same_bits(out, getattr(OPS, fn)(x))
-        y = x.clone()
-        assert getattr(turbogelu, f"{fn}_")(y) is y
-        assert_same_bits(y, out)
-        # a non-dense out= is written through a temporary
-        wide = torch.zeros(2000)
-        getattr(OPS, fn).out(x, out=wide[::2])
-        assert_same_bits(wide[::2], out)
-        assert torch.all(wide[1::2] == 0)
-    y = x.clone()
-    turbogelu.softcap_(y, 3.0)
-    assert_same_bits(y, OPS.softcap(x, 3.0))
-    out = torch.empty_like(x)
-    OPS.swiglu.out(x, x * 2, out=out)
-    assert_same_bits(out, OPS.swiglu(x, x * 2))
-    ga, gb = torch.empty_like(x), torch.empty_like(x)
-    OPS.swiglu_backward.out(x, x, x * 2, grad_a=ga, grad_b=gb)
-    for got, want in zip((ga, gb), OPS.swiglu_backward(x, x, x * 2), strict=True):
-        assert_same_bits(got, want)
-    # grad_a written over grad itself (full overlap): each block is read before it is written
-    g = x.clone()
-    OPS.swiglu_backward.out(g, x, x * 2, grad_a=g, grad_b=gb)
+    ga, gb = OPS.swiglu_backward(x, x, x * 2)
+    g, gb_out = x.clone(), torch.empty_like(x)
+    OPS.swiglu_backward.out(g, x, x * 2, grad_a=g, grad_b=gb_out)
     assert_same_bits(g, ga)
+    assert_same_bits(gb_out, gb)
 
 
 def test_silu_inplace_argument_is_the_inplace_op():

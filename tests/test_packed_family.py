@@ -11,7 +11,7 @@ the paper tier's programs in ``__nv_bfloat162`` arithmetic.
   bfloat16 rounding each (checked against the bound they imply);
 * IEEE values as the functions have them; the switch leaves every CPU op alone.
 
-That the GPU computes exactly these bits is tests/test_cuda_family.py's (on a GPU).
+That the GPU computes exactly these bits is tests/test_cuda.py's (on a GPU).
 """
 
 from __future__ import annotations

@@ -37,17 +37,6 @@ cudaError_t forward(DType dtype, const void* x, void* out, int64_t n, const Poly
 cudaError_t backward(DType dtype, const void* grad, const void* x, void* out, int64_t n,
                      const PolyCoeffs& k, Scheme scheme, cudaStream_t stream);
 
-// The opt-in packed bfloat16 path: the same program two lanes at a time in __nv_bfloat162
-// arithmetic (every operation rounded to bfloat16), with the packed coefficient sets of
-// gelu_coeffs.h (turbogelu/approx/packed.py replays it bit for bit). bfloat16 data only.
-#define TG_CUDA_PACKED_DEGREES(X) X(3) X(4) X(6)
-
-bool has_packed_degree(int degree);
-cudaError_t forward_packed_bf16(const void* x, void* out, int64_t n, const PolyCoeffs& k,
-                                cudaStream_t stream);
-cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int64_t n,
-                                 const PolyCoeffs& k, cudaStream_t stream);
-
 // The activation family (family_kernels.cu): op's element function (family_eval.h, chosen by
 // its kind in family.h) with the call c, over n elements of dtype, on `stream` of the current
 // device; pointers as for forward (aligned to their element; an output may be an input, never

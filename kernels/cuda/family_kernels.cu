@@ -13,11 +13,12 @@
 //   pair    (oa, ob) = f(g, a, b)            Gated backward
 // instantiated from TG_FAMILY_OPS and TG_GELU_OPS: an op is a line there, not a kernel here.
 //
-// The opt-in packed bfloat16 path (`packed`: the paper tier on bfloat16 data, switched on by
+// The opt-in packed bfloat16 path (`packed`: bfloat16 data, switched on by
 // turbogelu.ops.use_cuda_packed() / TURBOGELU_CUDA_PACKED=1, ops.cpp): the same
 // bodies and element functions over bf16x2.cuh's Bf16x2, two elements per packed bfloat16
 // instruction, in elementwise.cuh's elementwise_pairs (packed_family_kernel; one kernel per
-// body of each op's paper programs). Its bits are turbogelu/approx/packed_family.py's replay.
+// body of each op's packed programs: the family's paper tier, GELU's packed fits). Its bits
+// are turbogelu/approx/packed_family.py's replay (GELU's: packed.py's).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -195,11 +196,11 @@ struct OpLaunch {
     return packed ? OpLaunch<shapes::fn##_paper, Kind::kind, true>::launcher(__VA_ARGS__)      \
                   : OpLaunch<shapes::fn##_paper, Kind::kind, false>::launcher(__VA_ARGS__);
 
-// GELU's rows (family.h's TG_GELU_OPS): the accurate tier only (GELU has no paper program, and
-// its packed bfloat16 path is its own: gelu_kernels.cu).
-#define TG_GELU_CASES(op_, fn, kind, launcher, ...) \
-  case family_index(kFamily_##op_, kTier_accurate): \
-    return packed ? cudaErrorInvalidValue           \
+// GELU's rows (family.h's TG_GELU_OPS): the accurate tier only (GELU has no paper program);
+// packed: its packed programs (shapes::<fn>_packed, the call's programs: ops.cpp).
+#define TG_GELU_CASES(op_, fn, kind, launcher, ...)                                        \
+  case family_index(kFamily_##op_, kTier_accurate):                                        \
+    return packed ? OpLaunch<shapes::fn##_packed, Kind::kind, true>::launcher(__VA_ARGS__) \
                   : OpLaunch<shapes::fn##_accurate, Kind::kind, false>::launcher(__VA_ARGS__);
 
 cudaError_t family_unary(FamilyOp op, Tier tier, bool packed, DType d, const void* x, void* out,

@@ -1,7 +1,8 @@
 // GELU's own CUDA kernels, beside its rows of family_kernels.cu (which run the shipped
 // programs): the run-time-coefficient kernels of the benchmark's Estrin scheme
 // (torch.ops.turbogelu_bench._set_poly_scheme), a grid-stride streaming loop around
-// family_eval.h's gelu_forward / gelu_backward, and the opt-in packed bfloat16 path below.
+// family_eval.h's gelu_forward / gelu_backward. (GELU's packed bfloat16 path runs its rows'
+// packed programs in family_kernels.cu.)
 //
 //   forward   gelu(x)  ~ x * (1/2 + x P(z))   for |x| <= R;  x for x > R;  -0.0 for x < -R
 //   backward  gelu'(x) ~ 1/2 + x Q(z)         for |x| <= R;  1 for x > R;  0 for x < -R
@@ -121,135 +122,6 @@ cudaError_t launch(DType d, const void* g, const void* x, void* out, int64_t n, 
   }
 }
 
-// ---------------------------------------------------------------- packed bfloat16 (opt-in)
-// GELU's program with every operation in __nv_bfloat162 arithmetic (fma.rn /
-// mul.rn .bf16x2: one rounding to bfloat16 each), two lanes per instruction:
-//   y = x*x, z = fma(y, scale, -1), h = fma(x, P(z), 1/2);  forward x*h, backward grad*h;
-//   the window y <= fl(R*R), outside it x or -0.0 (forward), 1 or 0 (backward).
-// A lane's result does not depend on the other lane, so single elements (the head and the
-// tail) go through the same code duplicated into both lanes.
-
-__device__ __forceinline__ unsigned as_u32(__nv_bfloat162 v) {
-  unsigned u;
-  memcpy(&u, &v, sizeof u);
-  return u;
-}
-__device__ __forceinline__ __nv_bfloat162 as_b162(unsigned u) {
-  __nv_bfloat162 v;
-  memcpy(&v, &u, sizeof v);
-  return v;
-}
-
-template <int N, bool Backward>
-__device__ __forceinline__ __nv_bfloat162 packed_eval(__nv_bfloat162 g, __nv_bfloat162 x,
-                                                      const PolyCoeffs& k) {
-  const __nv_bfloat162 y = __hmul2(x, x);
-  const __nv_bfloat162 z = __hfma2(y, __float2bfloat162_rn(k.scale), __float2bfloat162_rn(-1.0f));
-  __nv_bfloat162 p = __float2bfloat162_rn(k.c[N - 1]);
-#pragma unroll
-  for (int i = N - 2; i >= 0; --i) p = __hfma2(p, z, __float2bfloat162_rn(k.c[i]));
-  const __nv_bfloat162 h = __hfma2(x, p, __float2bfloat162_rn(0.5f));
-  const __nv_bfloat162 r = __float2bfloat162_rn(k.clamp);
-  const unsigned tail = __hgt2_mask(y, __hmul2(r, r));  // 0xFFFF per lane outside; NaN: 0
-  const unsigned pos = __hgt2_mask(x, __float2bfloat162_rn(0.0f));
-  if constexpr (Backward) {
-    const unsigned step = 0x3F803F80u & pos;  // 1.0 or 0.0
-    return __hmul2(g, as_b162((step & tail) | (as_u32(h) & ~tail)));
-  } else {
-    const unsigned outside = (as_u32(x) & pos) | (0x80008000u & ~pos);  // x or -0.0
-    return as_b162((outside & tail) | (as_u32(__hmul2(x, h)) & ~tail));
-  }
-}
-
-// The body of packed_bf16_kernel: 8 elements (4 pairs) per access, operands as gelu_kernel's
-// (in = {x} forward, {x, g} backward), one pack per thread per trip.
-template <int N, bool Backward>
-struct PackedBody {
-  template <unsigned Mask>
-  static __device__ __forceinline__ void run(const Operands<__nv_bfloat16, Backward ? 2 : 1, 1>& p,
-                                             int64_t packs, int64_t tid, int64_t stride,
-                                             const PolyCoeffs& k) {
-    using P = Pack<__nv_bfloat16, 8>;
-    for (int64_t i = tid; i < packs; i += stride) {
-      const P xv = load_pack<(Mask & 1u) != 0, __nv_bfloat16, 8>(p.in[0], i);
-      P gv;
-      if constexpr (Backward) gv = load_pack<(Mask & 2u) != 0, __nv_bfloat16, 8>(p.in[1], i);
-      P r;
-#pragma unroll
-      for (int j = 0; j < 8; j += 2) {
-        const __nv_bfloat162 xx = __halves2bfloat162(xv.v[j], xv.v[j + 1]);
-        const __nv_bfloat162 gg =
-            Backward ? __halves2bfloat162(gv.v[j], gv.v[j + 1]) : xx;  // (unused forward)
-        const __nv_bfloat162 rr = packed_eval<N, Backward>(gg, xx, k);
-        r.v[j] = __low2bfloat16(rr);
-        r.v[j + 1] = __high2bfloat16(rr);
-      }
-      store_pack<true, __nv_bfloat16, 8>(p.out[0], i, r);
-    }
-  }
-};
-
-// The layout of gelu_kernel (elementwise.cuh): a head peeled to out's first 16-byte boundary,
-// the 16-byte body, the tail; the head and the tail one element at a time, duplicated into
-// both lanes.
-template <int N, bool Backward>
-__global__ void __launch_bounds__(kThreads)
-    packed_bf16_kernel(const __nv_bfloat16* g, const __nv_bfloat16* x, __nv_bfloat16* out,
-                       int64_t n, const __grid_constant__ PolyCoeffs k) {
-  constexpr int V = 8;
-  using Ops = Operands<__nv_bfloat16, Backward ? 2 : 1, 1>;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t head = min(n, to_boundary(out));
-  const int64_t packs = (n - head) / V;
-  Ops p, body;
-  p.in[0] = x;
-  body.in[0] = x + head;
-  if constexpr (Backward) {
-    p.in[1] = g;
-    body.in[1] = g + head;
-  }
-  p.out[0] = out;
-  body.out[0] = out + head;
-  with_phases<PackedBody<N, Backward>>(p, body, packs, tid, stride, k);
-  if (tid < n - packs * V) {
-    const int64_t i = edge_element(tid, head, packs * V);
-    const __nv_bfloat162 xx = __bfloat162bfloat162(x[i]);
-    const __nv_bfloat162 gg = Backward ? __bfloat162bfloat162(g[i]) : xx;
-    out[i] = __low2bfloat16(packed_eval<N, Backward>(gg, xx, k));
-  }
-}
-
-template <int N, bool Backward>
-cudaError_t launch_packed_bf16(const void* g, const void* x, void* out, int64_t n,
-                               const PolyCoeffs& k, cudaStream_t stream) {
-  using T = __nv_bfloat16;
-  if (!element_aligned<T>(x) || !element_aligned<T>(out) || !element_aligned<T>(g))
-    return cudaErrorMisalignedAddress;
-  constexpr auto kernel = packed_bf16_kernel<N, Backward>;
-  unsigned grid = 0;
-  const cudaError_t err = grid_for<kernel>(n / 8, &grid);
-  if (err != cudaSuccess) return err;
-  kernel<<<grid, kThreads, 0, stream>>>(static_cast<const T*>(g), static_cast<const T*>(x),
-                                        static_cast<T*>(out), n, k);
-  return cudaGetLastError();
-}
-
-template <bool Backward>
-cudaError_t launch_packed(const void* g, const void* x, void* out, int64_t n, const PolyCoeffs& k,
-                          cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  switch (k.degree) {
-#define TG_CASE(D) \
-  case D:          \
-    return launch_packed_bf16<D + 1, Backward>(g, x, out, n, k, stream);
-    TG_CUDA_PACKED_DEGREES(TG_CASE)
-#undef TG_CASE
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 void record_launch(int blocks, int blocks_per_sm, int sms) {
@@ -261,28 +133,6 @@ void record_launch(int blocks, int blocks_per_sm, int sms) {
 LaunchRecord last_launch() {
   return {last_blocks.load(std::memory_order_relaxed), last_per_sm.load(std::memory_order_relaxed),
           last_sms.load(std::memory_order_relaxed)};
-}
-
-bool has_packed_degree(int degree) {
-  switch (degree) {
-#define TG_CASE(D) \
-  case D:          \
-    return true;
-    TG_CUDA_PACKED_DEGREES(TG_CASE)
-#undef TG_CASE
-    default:
-      return false;
-  }
-}
-
-cudaError_t forward_packed_bf16(const void* x, void* out, int64_t n, const PolyCoeffs& k,
-                                cudaStream_t stream) {
-  return launch_packed<false>(x, x, out, n, k, stream);
-}
-
-cudaError_t backward_packed_bf16(const void* grad, const void* x, void* out, int64_t n,
-                                 const PolyCoeffs& k, cudaStream_t stream) {
-  return launch_packed<true>(grad, x, out, n, k, stream);
 }
 
 bool has_degree(int degree) {

@@ -1,7 +1,7 @@
 // The CUDA operators of every function (schemas in kernels/common/schema.cpp): GELU's over
-// ops_common.h's shared semantics, launching its rows of family_kernels.cu (gelu_kernels.cu
-// for the benchmark's Estrin scheme and, for bfloat16 with the opt-in switch, the packed
-// path), and the activation family's over the same header's, launching family_kernels.cu,
+// ops_common.h's shared semantics, launching its rows of family_kernels.cu (their packed
+// programs for bfloat16 with the opt-in switch; gelu_kernels.cu for the benchmark's Estrin
+// scheme), and the activation family's over the same header's, launching family_kernels.cu,
 // registered by family_library.h as on the CPU; both with cuda_backend.h's device check and
 // guard, on the current stream. The Autograd guards of the
 // mutating forms are kernels/cpu/ops.cpp's, for every device. Only c10/cuda headers:
@@ -26,32 +26,25 @@ namespace {
 
 // ---------------------------------------------------------------- GELU
 
-// The packed bfloat16 set standing for a float32 coefficient set, or nullptr. Identified by
-// address: ops::forward_program / backward_program hold the generated objects themselves.
-// Both backward sets (direct, matched) map to the packed backward fit (a fit of GELU').
-const PolyCoeffs* packed_for(const PolyCoeffs& k) {
-  namespace c = coeffs;
-  if (&k == &c::gelu_none_forward) return &c::gelu_none_forward_packed_bf16;
-  if (&k == &c::gelu_tanh_forward) return &c::gelu_tanh_forward_packed_bf16;
-  if (&k == &c::gelu_none_backward_direct || &k == &c::gelu_none_backward_matched)
-    return &c::gelu_none_backward_packed_bf16;
-  if (&k == &c::gelu_tanh_backward_direct || &k == &c::gelu_tanh_backward_matched)
-    return &c::gelu_tanh_backward_packed_bf16;
-  return nullptr;
-}
+// Whether this call takes the packed path (bfloat16, switched on): its row's packed programs
+// (family.h's <fn>_packed_forward / _backward) in family_kernels.cu's packed kernels. Both
+// derivatives (direct, matched) are the packed backward fit (a fit of GELU').
+bool gelu_packed(const at::Tensor& x) { return x.scalar_type() == at::kBFloat16 && cuda_packed(); }
 
-// The packed coefficients when this call takes the packed path (bfloat16, switched on).
-const PolyCoeffs* packed_path(const at::Tensor& x, const PolyCoeffs& k) {
-  if (x.scalar_type() != at::kBFloat16 || !cuda_packed()) return nullptr;
-  const PolyCoeffs* p = packed_for(k);
-  TORCH_CHECK(p == nullptr || cuda::has_packed_degree(p->degree),
-              "turbogelu: no packed CUDA kernel compiled for degree ", p->degree);
-  return p;
+FamilyCall gelu_packed_call(FamilyOp row) {
+#define TG_PACKED_CALL(op, fn, kind) \
+  if (row == kFamily_##op)           \
+    return {                         \
+        coeffs::fn##_packed_forward, coeffs::fn##_packed_backward, 1.0f, 1.0f, nullptr, nullptr};
+  TG_GELU_OPS(TG_PACKED_CALL)
+#undef TG_PACKED_CALL
+  TORCH_CHECK(false, "turbogelu: no packed GELU program for this row");
+  return {};
 }
 
 // Device check and guard: cuda_backend.h's. The shipped (Horner) programs run as rows of
-// family_kernels.cu's table, as every function's; the benchmark's Estrin scheme runs
-// gelu_kernels.cu's run-time-coefficient kernels, the packed path its packed kernels.
+// family_kernels.cu's table, as every function's, and so do the packed ones; the benchmark's
+// Estrin scheme runs gelu_kernels.cu's run-time-coefficient kernels.
 struct CudaBackend : cuda::DeviceBackend {
   static void check_degree(const PolyCoeffs& k) {
     TORCH_CHECK(cuda::has_degree(k.degree), "turbogelu: no CUDA kernel compiled for degree ",
@@ -60,9 +53,10 @@ struct CudaBackend : cuda::DeviceBackend {
   static void launch_forward(const at::Tensor& x, const at::Tensor& out,
                              const ops::GeluProgram& program) {
     const PolyCoeffs& k = program.k;
-    if (const PolyCoeffs* p = packed_path(x, k)) {
-      C10_CUDA_CHECK(cuda::forward_packed_bf16(x.const_data_ptr(), out.data_ptr(), x.numel(), *p,
-                                               cuda::current_stream()));
+    if (gelu_packed(x)) {
+      C10_CUDA_CHECK(cuda::family_unary(program.row, kTier_accurate, true, cuda::dtype_of(x),
+                                        x.const_data_ptr(), out.data_ptr(), x.numel(),
+                                        gelu_packed_call(program.row), cuda::current_stream()));
       return;
     }
     if (current_scheme() == Scheme::Estrin) {
@@ -78,10 +72,11 @@ struct CudaBackend : cuda::DeviceBackend {
   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
                               const ops::GeluProgram& program) {
     const PolyCoeffs& k = program.k;
-    if (const PolyCoeffs* p = packed_path(x, k)) {
-      C10_CUDA_CHECK(cuda::backward_packed_bf16(g.const_data_ptr(), x.const_data_ptr(),
-                                                out.data_ptr(), x.numel(), *p,
-                                                cuda::current_stream()));
+    if (gelu_packed(x)) {
+      C10_CUDA_CHECK(cuda::family_binary(program.row, kTier_accurate, true, cuda::dtype_of(x),
+                                         g.const_data_ptr(), x.const_data_ptr(), out.data_ptr(),
+                                         x.numel(), gelu_packed_call(program.row),
+                                         cuda::current_stream()));
       return;
     }
     if (current_scheme() == Scheme::Estrin) {

@@ -30,7 +30,7 @@ The semantics, where float32 and bfloat16 arithmetic differ (each as the kernel 
 * Beyond the window the asymptote (exact in bfloat16: 0, +-1, or x / -0.0 for SiLU's form);
   NaN fails the window test and stays NaN. bfloat16 subnormals are kept, inputs and results
   (the bf16x2 instructions have no flush-to-zero form in PTX; that the hardware keeps them is
-  not yet seen on a GPU: tests/test_cuda_family.py's comparison covers every subnormal input).
+  not yet seen on a GPU: tests/test_cuda.py's comparison covers every subnormal input).
 
 ``report()`` measures every program over every finite bfloat16 input against the exact
 function (correctly rounded by ``report.reference_table``; softcap: float64 c tanh(x / c)),

@@ -47,7 +47,9 @@ constexpr Kind kind_of(FamilyOp op) {
 // P's variable in x^2 and the window on fl(x^2) <= fl(clamp^2)): the forward x/2 + x^2 P
 // (XHalfPlusEven: x above, -0.0 below), the derivative 1/2 + x Q (HalfPlusOdd: 1 above,
 // 0 below). GELU has no paper-tier program: that tier's names alias the accurate one's and
-// are not shipped (the op never asks for them).
+// are not shipped (the op never asks for them). Its packed programs (CUDA's opt-in bfloat16
+// path: gelu_coeffs.h's *_packed_bf16 sets, a fit of their own of each direction) are
+// <fn>_packed_forward and <fn>_packed_backward, of shape shapes::<fn>_packed.
 namespace coeffs {
 #define TG_GELU_PROGRAMS(op, fn, kind)                                                           \
   inline constexpr FamilyProgram fn##_accurate_forward =                                         \
@@ -65,7 +67,11 @@ namespace coeffs {
   inline constexpr bool fn##_paper_default_backward_is_direct = fn##_default_backward_is_direct; \
   inline constexpr bool fn##_paper_shipped = false;                                              \
   inline constexpr FamilyCells fn##_family_cells = {                                             \
-      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells};
+      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells};           \
+  inline constexpr FamilyProgram fn##_packed_forward =                                           \
+      gelu_as_program(fn##_forward_packed_bf16, -0.0f, 0.0f);                                    \
+  inline constexpr FamilyProgram fn##_packed_backward =                                          \
+      gelu_as_program(fn##_backward_packed_bf16, 0.0f, 1.0f);
 TG_GELU_OPS(TG_GELU_PROGRAMS)
 #undef TG_GELU_PROGRAMS
 }  // namespace coeffs
@@ -106,6 +112,16 @@ TG_FAMILY_SHAPES(TG_SHAPE)
                   "the kernels evaluate both derivatives at one degree");                      \
   };                                                                                           \
   using fn##_paper = fn##_accurate;                                                            \
+  struct fn##_packed {                                                                         \
+    static constexpr bool cells = false;                                                       \
+    static constexpr Form ff = Form::XHalfPlusEven;                                            \
+    static constexpr int nf = coeffs::fn##_forward_packed_bf16.degree + 1;                     \
+    static constexpr bool yf = true;                                                           \
+    static constexpr Form fd = Form::HalfPlusOdd;                                              \
+    static constexpr int nd = coeffs::fn##_backward_packed_bf16.degree + 1;                    \
+    static constexpr bool yd = true;                                                           \
+    static constexpr bool w = true;                                                            \
+  };                                                                                           \
   struct fn##_cells {                                                                          \
     static constexpr bool cells = true;                                                        \
     static constexpr CellForm ff = CellForm::XTimes;                                           \
