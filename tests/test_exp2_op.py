@@ -1,8 +1,10 @@
-"""The exp2 op (the activation family's generic layer, family_eval.h's exp2_eval): bit for bit
-the lab's replay (``exp2_programs.replay``) on every instruction set, float32 and every
-16-bit input, both tiers; the accurate tier's bounds through the op; IEEE special values;
-float64; layouts, out= and in place; errors; opcheck; autograd. The spec refit and the
-measured errors: tests/test_exp2_programs.py."""
+"""The exp2 op (the activation family's generic layer, family_eval.h's exp2_eval): the
+accurate tier's bounds through the op; exact integers and the paper tier's special values;
+float64; layouts, out= and in place; errors; opcheck; autograd. Its bits against the lab's
+replay (``exp2_programs.replay``) on every instruction set, float32 and every 16-bit input,
+both tiers, are test_family_ops.py's, with the family's rows; every row's IEEE special values
+test_ops_special_values.py's. The spec refit and the measured errors:
+tests/test_exp2_programs.py."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import HALF_DTYPES, assert_same_bits, layout_cases
+from op_rows import exp2_float32_sample
 from torch.library import opcheck
 
 import turbogelu
@@ -22,26 +25,12 @@ TIERS = ep.TIERS
 STORAGE = [torch.float32, torch.float16, torch.bfloat16]
 IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 LN2 = math.log(2.0)
-SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-45, 3.4e38, -3.4e38]
-
-
-def _float32_inputs() -> np.ndarray:
-    """Specials, a sweep over [-160, 140] (beyond the window both ways), the float32 values
-    next to the boundaries of the results (subnormal at -126, zero at -150, inf at 128) and
-    log-spaced magnitudes of both signs."""
-    edges = []
-    for e in (-126.0, -149.0, -150.0, -151.0, 128.0, 129.0, 0.5, -0.5):
-        b = np.int64(np.asarray(e, np.float32).view(np.int32))
-        edges.append((b + np.arange(-40, 41)).astype(np.int32).view(np.float32))
-    mags = np.exp2(np.linspace(-149, 7, 4001))
-    parts = [SPECIALS, np.linspace(-160, 140, 1 << 16), *edges, mags, -mags]
-    return np.concatenate([np.asarray(p, np.float64) for p in parts]).astype(np.float32)
 
 
 def _inputs(dtype: torch.dtype) -> torch.Tensor:
     if dtype in HALF_DTYPES:  # every value, NaNs and infinities included
         return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
-    return torch.from_numpy(_float32_inputs())
+    return torch.from_numpy(exp2_float32_sample())
 
 
 def _want(result32: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
@@ -49,35 +38,8 @@ def _want(result32: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(result32)).to(dtype)
 
 
-# ------------------------------------------------------------------ bits: the replay
-
-
-@pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-def test_forward_is_the_replay(dtype, tier, isa):
-    x = _inputs(dtype)
-    want = _want(ep.replay_tier(x.float().numpy(), tier), dtype)
-    assert_same_bits(OPS.exp2(x, tier=tier), want, f"exp2 {tier}")
-
-
-@pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-def test_backward_is_the_replay(dtype, tier, isa):
-    """grad * f'(x), f' the direct (ln 2 * P) or matched (P') program (the matched one is
-    shorter: the kernels run it padded with a leading zero)."""
-    x = _inputs(dtype)
-    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
-    g32 = g.float().numpy().astype(np.float64)
-    for backward in ("direct", "matched"):
-        d = ep.replay_tier(x.float().numpy(), tier, f"backward_{backward}").astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            want = (g32 * d).astype(np.float32)  # the product is exact in float64: one rounding
-        got = OPS.exp2_backward(g, x, backward, tier)
-        assert_same_bits(got, _want(want, dtype), f"{tier} {backward}")
-
-
 def test_default_backward_op_is_the_specs_choice():
-    x = torch.from_numpy(_float32_inputs())
+    x = torch.from_numpy(exp2_float32_sample())
     g = torch.ones_like(x)
     for tier in TIERS:
         choice = ep.load(tier)["default_backward"]
@@ -92,7 +54,7 @@ def test_default_backward_op_is_the_specs_choice():
 def test_accurate_float32_within_2_ulp():
     """Against 2^x correctly rounded (mpmath near midpoints), overflow included: the op's
     result is inf exactly where the correctly rounded one is."""
-    x = _float32_inputs()
+    x = exp2_float32_sample()
     x = x[~np.isnan(x)]
     got = OPS.exp2(torch.from_numpy(x)).double().numpy()
     want = ep.correctly_rounded(x)

@@ -1,20 +1,17 @@
 """What only the activation family's surface has (the errors, opcheck, gradcheck and autograd
 checks it shares with GELU are tests/test_ops.py's, over every row of the table): softcap's cap
 and swiglu's two inputs, the default gradient from the saved result (and its second
-derivative), torch.compile(fullgraph=True), the modules and replace_activations, softplus'
-F.softplus defaults, ``turbogelu.family`` forwarding, and two real clients (torchvision's
-efficientnet_b0, a LLaMA-style SwiGLU MLP block)."""
+derivative), the modules and replace_activations, softplus' F.softplus defaults,
+``turbogelu.family`` forwarding, and a real client (torchvision's efficientnet_b0). Every
+row under torch.compile, a LLaMA-style SwiGLU MLP block among them: test_ops_compile.py."""
 
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import assert_same_bits, inductor_cache_dir, subprocess_env
+from conftest import assert_same_bits
 from torch import nn
 
 import turbogelu
@@ -111,113 +108,12 @@ def test_default_gradient_from_the_saved_result(fn, tier):
         assert (db.double() - exact_b).abs().max() < (gb.double() - exact_b).abs().max()
 
 
-# ------------------------------------------------------------------ torch.compile
-
-
-# Inductor, with its cache kept per ATEN_CPU_CAPABILITY setting (tests/conftest.py says why:
-# a cache shared between CI's default and AVX2 passes gave 16-lane stores in 8-lane loops).
-COMPILE_BACKEND = "inductor"
-
-# sigmoid(x) * 2 at 257 elements: an extern op's output fed to an in-place Inductor kernel
-# with a one-element tail, the case that showed the shared cache's corruption.
-_TAIL_PROGRAM = """
-import torch, turbogelu
-f = torch.compile(lambda x: turbogelu.sigmoid(x) * 2, fullgraph=True)
-for _ in range(20):
-    x = torch.randn(257)
-    assert torch.equal(f(x), turbogelu.sigmoid(x) * 2)
-print("ok")
-"""
-
-
-def test_compiled_tail_kernel_under_each_aten_isa(dynamo_reset):
-    """The same compiled program under this process's ATen ISA and, in a child, under the
-    other one (AVX2, or the CPU's own when this process runs under AVX2), one after the
-    other, each with its own Inductor cache: equal to eager in both."""
-    exec(_TAIL_PROGRAM, {})
-    if os.environ.get("ATEN_CPU_CAPABILITY") == "avx2":
-        env = subprocess_env()
-        del env["ATEN_CPU_CAPABILITY"], env["TORCHINDUCTOR_CACHE_DIR"]
-        env["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(env)
-    else:
-        env = subprocess_env(ATEN_CPU_CAPABILITY="avx2")
-    assert env["TORCHINDUCTOR_CACHE_DIR"] != os.environ["TORCHINDUCTOR_CACHE_DIR"]
-    run = subprocess.run(
-        [sys.executable, "-c", _TAIL_PROGRAM], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-2000:]
-
-
-def test_compile_fullgraph_matches_eager(dynamo_reset):
-    def f(a, b, x, backward):
-        return (
-            turbogelu.swiglu(turbogelu.silu(a, backward=backward), b, backward=backward)
-            + turbogelu.softcap(x, 5.0, backward=backward)
-            + turbogelu.sigmoid(x, backward=backward) * turbogelu.tanh(a, backward=backward)
-        )
-
-    args = [torch.randn(257, requires_grad=True) for _ in range(3)]
-    g = torch.randn(257)
-    for backward in ("direct", "default"):
-        compiled = torch.compile(f, fullgraph=True, backend=COMPILE_BACKEND)
-        out, want = compiled(*args, backward), f(*args, backward)
-        assert_same_bits(out, want)
-        got = torch.autograd.grad(out, args, g)
-        expected = torch.autograd.grad(want, args, g)
-        for p, q in zip(got, expected, strict=True):
-            if backward == "direct":  # only turbogelu's ops: the same kernels, the same bits
-                assert torch.equal(p, q)
-            else:  # sigmoid's and tanh's aten backward from y, fused by Inductor into its own
-                # C++ (its own order of the multiplies): a few float32 roundings apart
-                torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6)
-
-
-class _LlamaMLP(nn.Module):
-    """RMSNorm then a SwiGLU MLP (gate and up projections, silu(gate) * up, down), residual."""
-
-    def __init__(self, d: int = 32, hidden: int = 64) -> None:
-        super().__init__()
-        self.norm = nn.RMSNorm(d)
-        self.gate, self.up = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
-        self.down = nn.Linear(hidden, d, bias=False)
-
-    def forward(self, x):
-        h = self.norm(x)
-        return x + self.down(turbogelu.swiglu(self.gate(h), self.up(h)))
-
-
-def test_llama_mlp_block_compiles_without_graph_breaks(dynamo_reset):
-    torch.manual_seed(0)
-    block = _LlamaMLP()
-    x = torch.randn(4, 16, 32)
-    explained = torch._dynamo.explain(block)(x)
-    assert explained.graph_break_count == 0 and explained.graph_count == 1
-    compiled = torch.compile(block, fullgraph=True, backend=COMPILE_BACKEND)
-    y = compiled(x)
-    y.square().mean().backward()
-    grads = [p.grad.clone() for p in block.parameters()]
-    block.zero_grad()
-    eager = block(x)
-    eager.square().mean().backward()
-    # Inductor fuses the norm and the matmuls differently from eager: a stated tolerance
-    # (float32 rounding of reductions), not bits. The swiglu op itself is the same kernel.
-    torch.testing.assert_close(y, eager, rtol=1e-5, atol=1e-5)
-    for g, p in zip(grads, block.parameters(), strict=True):
-        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-6)
-
-
 # ------------------------------------------------------------------ modules
 
 
-def test_modules_are_the_functions():
+def test_silu_module_in_place():
+    """(Every row's module against its function: test_module.py.)"""
     x = torch.randn(3, 8)
-    assert_same_bits(turbogelu.Sigmoid()(x), turbogelu.sigmoid(x))
-    assert_same_bits(turbogelu.Tanh()(x), turbogelu.tanh(x))
-    assert_same_bits(turbogelu.SiLU()(x), turbogelu.silu(x))
-    assert_same_bits(turbogelu.Softcap(2.0)(x), turbogelu.softcap(x, 2.0))
-    a, b = x.chunk(2, -1)
-    assert_same_bits(turbogelu.SwiGLU()(x), turbogelu.swiglu(a, b))
-    assert "backward='matched'" in repr(turbogelu.SiLU(backward="matched"))
     y = x.clone()
     turbogelu.SiLU(inplace=True)(y)
     assert_same_bits(y, turbogelu.silu(x))

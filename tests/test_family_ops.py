@@ -1,11 +1,12 @@
 """What only the activation family's CPU ops have (its ops' common checks, with GELU's, are
 tests/test_ops.py's, over every row of the table): bit for bit the lab's replay
-(``family_programs.replay_forward`` / ``replay_backward``) on every instruction set and 16-bit
-input, tiers included (the paper tier's error, the refusals); softcap's and swiglu's errors,
-which scale with the cap and b; IEEE special values and subnormals; softplus' floor at +0;
-threads; swiglu's backward written over its grad; silu's ``inplace=``; streaming stores. The
-polynomials are forced (on AVX-512 CPUs sigmoid's, tanh's and SiLU's default is their cells
-program, which tests/test_family_cells.py checks the same way)."""
+(``family_programs.replay_forward`` / ``replay_backward``, exp2's ``exp2_programs.replay``)
+on every instruction set and 16-bit input, tiers included (the paper tier's error, the
+refusals); softcap's and swiglu's errors, which scale with the cap and b; softcap's and
+swiglu's special values at other caps and b (every row's are test_ops_special_values.py's);
+softplus' floor at +0; swiglu's backward written over its grad; silu's ``inplace=``;
+streaming stores. The polynomials are forced (on AVX-512 CPUs sigmoid's, tanh's and SiLU's
+default is their cells program, which tests/test_cells.py checks the same way)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import HALF_DTYPES, assert_same_bits
-from test_ops import EXACT, float32_sample
+from op_rows import EXACT, exp2_float32_sample, float32_sample
 
 import turbogelu
+from turbogelu.approx import exp2_programs as ep
 from turbogelu.approx import family_programs as fp
 from turbogelu.approx import reference, replay
 
@@ -34,10 +36,10 @@ def _every(dtype: torch.dtype) -> torch.Tensor:
     return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
 
 
-def _inputs(dtype: torch.dtype) -> torch.Tensor:
+def _inputs(dtype: torch.dtype, fn: str = "") -> torch.Tensor:
     if dtype in HALF_DTYPES:
         return _every(dtype)
-    return torch.from_numpy(float32_sample())
+    return torch.from_numpy(exp2_float32_sample() if fn == "exp2" else float32_sample())
 
 
 def _want(result32: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
@@ -57,28 +59,46 @@ IDS = lambda d: str(d).removeprefix("torch.")  # noqa: E731
 
 
 TIERS = ("accurate", "paper")
-# (op, tier) for every tier each unary op has (softplus: the accurate one only).
+# (op, tier) for every tier each unary op has (softplus: the accurate one only), and exp2's,
+# whose program is its own (exp2_programs' replay).
 UNARY_TIERS = [(fn, t) for fn in UNARY for t in turbogelu._table.op(fn).tiers]
+REPLAYED = UNARY_TIERS + [("exp2", t) for t in ep.TIERS]
+
+
+def _replay_forward(fn, x32, tier):
+    if fn == "exp2":
+        return ep.replay_tier(x32, tier)
+    return fp.replay_forward(fn, x32, tier=tier)
+
+
+def _replay_backward(fn, g32, x32, backward, tier):
+    """grad * f'(x), one rounding of the (exact in float64) product."""
+    if fn == "exp2":
+        d = ep.replay_tier(x32, tier, f"backward_{backward}").astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (g32.astype(np.float64) * d).astype(np.float32)
+    return fp.replay_backward(fn, g32, x32, backward=backward, tier=tier)
 
 
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-@pytest.mark.parametrize(("fn", "tier"), UNARY_TIERS)
+@pytest.mark.parametrize(("fn", "tier"), REPLAYED)
 def test_forward_is_the_replay(fn, dtype, tier, isa):
-    x = _inputs(dtype)
-    want = _want(fp.replay_forward(fn, _as32(x), tier=tier), dtype)
+    x = _inputs(dtype, fn)
+    want = _want(_replay_forward(fn, _as32(x), tier), dtype)
     assert_same_bits(getattr(OPS, fn)(x, tier=tier), want, fn)
 
 
 @pytest.mark.parametrize("backward", ["direct", "matched"])
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
-@pytest.mark.parametrize(("fn", "tier"), UNARY_TIERS)
+@pytest.mark.parametrize(("fn", "tier"), REPLAYED)
 def test_backward_is_the_replay(fn, dtype, backward, tier, isa):
-    """(The paper tier's sigmoid derivatives differ in degree, 4 and 2: the kernels run the
-    shorter padded with leading zeros, which the replay of the unpadded program checks.)"""
-    x = _inputs(dtype)
+    """(The paper tier's sigmoid derivatives differ in degree, 4 and 2, and exp2's matched
+    derivative is shorter than its direct one: the kernels run the shorter padded with
+    leading zeros, which the replay of the unpadded program checks.)"""
+    x = _inputs(dtype, fn)
     g = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
     got = getattr(OPS, f"{fn}_backward")(g, x, backward, tier)
-    want = fp.replay_backward(fn, _as32(g), _as32(x), backward=backward, tier=tier)
+    want = _replay_backward(fn, _as32(g), _as32(x), backward, tier)
     assert_same_bits(got, _want(want, dtype), f"{fn} {backward}")
 
 
@@ -148,28 +168,10 @@ def _one(fn, v, dtype=torch.float32, **kw):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, *HALF_DTYPES], ids=IDS)
-def test_special_values(dtype):
+def test_softcap_and_swiglu_special_values(dtype):
+    """What test_ops_special_values.py's rows do not reach: softcap at other caps, swiglu
+    with special values of b, and NaN in either of swiglu's gradients."""
     inf, nan = math.inf, math.nan
-    for fn in UNARY:
-        assert torch.isnan(_one(fn, nan, dtype)), fn
-    assert _one("sigmoid", -inf, dtype).item() == 0.0
-    assert _one("sigmoid", inf, dtype).item() == 1.0
-    assert _one("tanh", inf, dtype).item() == 1.0
-    assert _one("tanh", -inf, dtype).item() == -1.0
-    for fn in ("tanh", "silu"):  # odd at 0 / x s(x): the sign of zero is kept
-        for z in (0.0, -0.0):
-            r = _one(fn, z, dtype)
-            assert r.item() == 0.0 and math.copysign(1, r.item()) == math.copysign(1, z), fn
-    r = _one("silu", -inf, dtype)
-    assert r.item() == 0.0 and math.copysign(1, r.item()) == -1.0
-    assert _one("silu", inf, dtype).item() == inf
-    assert _one("sigmoid", 0.0, dtype).item() == 0.5
-    # softplus: +0.0 at -inf (a positive function: never -0.0), inf at inf, log 2 at +-0
-    r = _one("softplus", -inf, dtype)
-    assert r.item() == 0.0 and math.copysign(1, r.item()) == 1.0
-    assert _one("softplus", inf, dtype).item() == inf
-    for z in (0.0, -0.0):
-        assert abs(_one("softplus", z, dtype).item() - math.log(2)) <= fp.ABS_BOUND + 4e-3
     for cap in CAPS:
         x = torch.tensor([inf, -inf, nan, -0.0], dtype=dtype)
         r = OPS.softcap(x, cap)
@@ -180,43 +182,11 @@ def test_special_values(dtype):
     b = torch.tensor([2.0, 2.0, 1.0, nan, inf], dtype=dtype)
     r = OPS.swiglu(a, b)
     assert r[0].item() == inf and r[1].item() == 0.0 and torch.isnan(r[2:]).all()
-
-
-@pytest.mark.parametrize("fn", UNARY)
-def test_subnormals_follow_the_function(fn):
-    """Tiny inputs (float32 subnormals): sigmoid -> 1/2, softplus -> log 2 (its value at +-0,
-    one value for all of them), tanh(x) ~ x, silu(x) ~ x/2, signs kept."""
-    x = torch.tensor([1e-40, -1e-40, 1e-45, -1e-45, 1e-38, -1e-38])
-    r = getattr(OPS, fn)(x)
-    if fn == "sigmoid":
-        assert torch.all(r == 0.5)
-    elif fn == "softplus":
-        assert torch.all(r == OPS.softplus(torch.zeros(1)))
-        assert abs(r[0].item() - math.log(2)) <= fp.ABS_BOUND
-    else:
-        want = x if fn == "tanh" else x / 2
-        assert torch.equal(torch.signbit(r), torch.signbit(x))  # 1e-45 / 2 rounds to +-0
-        assert torch.allclose(r.double(), want.double(), rtol=1e-3, atol=2e-45)
-
-
-@pytest.mark.parametrize("backward", ["direct", "matched"])
-def test_nan_gradients_propagate(backward):
-    x = torch.tensor([-100.0, 100.0, 0.5, math.nan])
-    g = torch.tensor([math.nan, math.nan, math.nan, 1.0])
-    for fn in UNARY:
-        assert torch.isnan(getattr(OPS, f"{fn}_backward")(g, x, backward)).all(), fn
-    assert torch.isnan(OPS.softcap_backward(g, x, 2.0, backward)).all()
-    ga, gb = OPS.swiglu_backward(g, x, torch.ones_like(x), backward)
-    assert torch.isnan(ga).all() and torch.isnan(gb).all()
-    # Beyond the clamp the derivative is exactly its asymptote: 0 for sigmoid and tanh.
-    far = torch.tensor([-100.0, 100.0])
-    for fn in ("sigmoid", "tanh"):
-        assert torch.equal(
-            getattr(OPS, f"{fn}_backward")(torch.ones(2), far, backward), torch.zeros(2)
-        )
-    for fn in ("silu", "softplus"):
-        got = getattr(OPS, f"{fn}_backward")(torch.ones(2), far, backward)
-        assert torch.equal(got, torch.tensor([0.0, 1.0])), fn
+    x = torch.tensor([-100.0, 100.0, 0.5, nan], dtype=dtype)
+    g = torch.tensor([nan, nan, nan, 1.0], dtype=dtype)
+    for backward in ("direct", "matched"):
+        ga, gb = OPS.swiglu_backward(g, x, torch.ones_like(x), backward)
+        assert torch.isnan(ga).all() and torch.isnan(gb).all(), backward
 
 
 def test_softplus_and_its_gradient_are_never_negative():
@@ -246,30 +216,6 @@ def test_softplus_and_its_gradient_are_never_negative():
 
 
 # ------------------------------------------------------------------ threads, out=, tiers
-
-
-def test_results_do_not_depend_on_threads_or_grain():
-    x = torch.randn(300_001, generator=torch.Generator().manual_seed(5)) * 5
-    g = torch.randn_like(x)
-    runs = []
-    before = torch.get_num_threads()
-    bench = torch.ops.turbogelu_bench
-    try:
-        for threads, grain in ((1, 1 << 14), (2, 1 << 14), (2, 4097)):
-            torch.set_num_threads(threads)
-            old = bench._set_parallel_grain(grain)
-            try:
-                runs.append(
-                    [OPS.sigmoid(x), OPS.silu_backward(g, x), OPS.softcap(x, 7.0)]
-                    + list(OPS.swiglu_backward(g, x, g))
-                )
-            finally:
-                bench._set_parallel_grain(old)
-    finally:
-        torch.set_num_threads(before)
-    for other in runs[1:]:
-        for a, b in zip(runs[0], other, strict=True):
-            assert_same_bits(a, b)
 
 
 def test_swiglu_backward_out_over_its_grad():

@@ -1,4 +1,6 @@
-"""Tests of turbogelu.GELU / replace_gelu and of the package surface (lazy import, CLI)."""
+"""Tests of the modules (every row's: the function's bits; GELU's against nn.GELU, its repr and
+arguments), replace_gelu, and the package surface (lazy import, CLI). The family's own module
+arguments and replace_activations: test_family_api.py."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import sys
 import pytest
 import torch
 from conftest import APPROXIMATES, BACKWARDS, ROOT, assert_same_bits, subprocess_env
+from op_rows import ROWS
 from torch import nn
 
 import turbogelu
 
 OPS = torch.ops.turbogelu
+MODULE_ROWS = [r for r in ROWS if r.op.module]  # every row but exp2
 
 
 # ------------------------------------------------------------------ turbogelu.GELU
@@ -31,17 +35,24 @@ def test_module_matches_nn_gelu(approximate):
     assert err <= 3e-5
 
 
-@pytest.mark.parametrize("approximate", APPROXIMATES)
 @pytest.mark.parametrize("backward", BACKWARDS)
-def test_module_is_the_function(approximate, backward):
-    x = (torch.randn(3, 29) * 3).requires_grad_()
-    m = turbogelu.GELU(approximate, backward=backward)
-    assert m.approximate == approximate and m.backward == backward
+@pytest.mark.parametrize("row", MODULE_ROWS, ids=str)
+def test_module_is_the_function(row, backward):
+    """Every row's module (GELU's two forms, Sigmoid, Tanh, SiLU, Softcap, SwiGLU splitting
+    its input in two, Softplus) gives its function's bits, forward and through autograd."""
+    x = (torch.randn(3, 28) * 3).requires_grad_()
+    m = row.module(backward=backward)
+    assert m.backward == backward
+    if backward != "default":
+        assert f"backward='{backward}'" in repr(m)
     y = m(x)
-    assert_same_bits(y.detach(), OPS.gelu(x.detach(), approximate))
+    xf = x.detach().clone().requires_grad_()
+    want = row.function(*(xf.chunk(2, -1) if row.gated else (xf,)), backward=backward)
+    assert_same_bits(y.detach(), want.detach())
     g = torch.randn_like(y)
     y.backward(g)
-    assert_same_bits(x.grad, OPS.gelu_backward(g, x.detach(), approximate, backward))
+    want.backward(g)
+    assert_same_bits(x.grad, xf.grad)
 
 
 def test_module_repr_and_defaults():

@@ -11,32 +11,29 @@ in float32 and float64. Then what only GELU has: ``approximate``, poly_gelu.
 Layout follows pytorch/extension-cpp: ``sample_inputs`` builds the inputs every op is run on,
 the exact functions (turbogelu.approx.reference) say what the result should be, and
 ``torch.library.opcheck`` checks schema, fake (meta) kernels, autograd registration and AOT
-dispatch over the same samples. What only the family has: test_family_ops.py (bits = the lab's
-replay, tiers, IEEE values, softplus' floor, threads, streaming stores) and test_family_api.py
-(softcap's cap, swiglu's two inputs, the default gradient from the saved result, torch.compile,
-the modules, ``turbogelu.family``). The rest of GELU's op tests, by subject: test_ops_compile.py
-(torch.compile), test_ops_layout.py (shapes, sizes, layouts), test_ops_special_values.py
-(special values, subnormals), test_ops_determinism.py (threads, chunking, instruction sets),
-test_ops_errors.py (errors), test_ops_isa.py (the instruction-set selection).
+dispatch over the same samples. The rows and their calls: op_rows.py. Over every row too, by
+subject: test_ops_compile.py (torch.compile), test_ops_special_values.py (special values,
+subnormals), test_ops_determinism.py (threads, chunking, instruction sets). What only the
+family has: test_family_ops.py (bits = the lab's replay, tiers, softplus' floor, streaming
+stores) and test_family_api.py (softcap's cap, swiglu's two inputs, the default gradient from
+the saved result, the modules, ``turbogelu.family``). The rest of GELU's op tests:
+test_ops_layout.py (shapes, sizes, layouts), test_ops_errors.py (errors), test_ops_isa.py
+(the instruction-set selection).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from typing import NamedTuple
 
 import numpy as np
 import pytest
 import torch
 from conftest import (
-    APPROXIMATES,
     BACKWARDS,
     DTYPES,
     assert_same_bits,
     layout_cases,
-    load_spec,
 )
 from op_references import (
     assert_close_to_reference,
@@ -44,188 +41,28 @@ from op_references import (
     dtype_name,
     is_dense,
 )
+from op_rows import (
+    BOUND,
+    BOUNDED_ROWS,
+    CLAMPED_ROWS,
+    EXACT,
+    EXACT_GRAD,
+    GELU_ROWS,
+    OPS,
+    ROWS,
+    SAMPLE_ROWS,
+    Row,
+    float32_sample,
+)
 from torch.autograd.gradcheck import GradcheckError
 
 import turbogelu
-from turbogelu import _table
 from turbogelu import ops as tops
-from turbogelu.approx import exp2_programs as ep
 from turbogelu.approx import family_cells as fc
-from turbogelu.approx import family_programs as fp
-from turbogelu.approx import reference
 
-# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py,
-# tests/test_family_cells.py); gradcheck below runs the cells programs as well.
+# The polynomial program, forced: the default on AVX-512 CPUs is cells (tests/test_cells.py);
+# gradcheck below runs the cells programs as well.
 pytestmark = pytest.mark.usefixtures("poly_program")
-
-OPS = torch.ops.turbogelu
-CAP = 3.0  # softcap's cap wherever a test needs one (test_family_ops.py sweeps caps)
-# The accurate tier's bound on |op - f|, for GELU's rows and the family's alike.
-BOUND = fp.ABS_BOUND
-
-
-# ------------------------------------------------------------------ the rows and their calls
-
-
-class Call(NamedTuple):
-    """One op overload with its arguments: run it, or hand it to opcheck."""
-
-    op: torch._ops.OpOverload
-    args: tuple
-    kwargs: dict
-
-    def __call__(self):
-        return self.op(*self.args, **self.kwargs)
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """A row of the table as the tests call it: ``public`` is its op (torch.ops.turbogelu.<
-    public>, turbogelu.<public>) and ``args`` what the schema takes after the input(s): GELU's
-    ``approximate`` (where the family takes ``tier``, left at its default "accurate" here: the
-    tiers are test_family_ops.py's), softcap's cap."""
-
-    op: _table.Op
-    public: str
-    args: tuple = ()
-
-    def __str__(self) -> str:
-        return self.op.name
-
-    @property
-    def name(self) -> str:
-        return self.op.name
-
-    @property
-    def gelu(self) -> bool:
-        return self.public == "gelu"
-
-    @property
-    def gated(self) -> bool:
-        return self.op.kind == "Gated"
-
-    @property
-    def xname(self) -> str:
-        """What the op's messages call its (first) input."""
-        return "a" if self.gated else "x"
-
-    def inputs(self, x: torch.Tensor) -> tuple:
-        """The op's tensors for x: x, or swiglu's (a, b) with b = 2x (requiring grad as x)."""
-        if not self.gated:
-            return (x,)
-        return x, (x.detach() * 2).requires_grad_(x.requires_grad)
-
-    def _op(self, suffix: str = ""):
-        return getattr(OPS, self.public + suffix)
-
-    # the ops; ``backward=None`` leaves the schema's default to it
-    def forward(self, xs, backward=None) -> Call:
-        kw = {} if backward is None else {"backward": backward}
-        return Call(self._op().default, (*xs, *self.args), kw)
-
-    def out(self, xs, out) -> Call:
-        return Call(self._op().out, (*xs, *self.args), {"out": out})
-
-    def inplace(self, x) -> Call:
-        return Call(self._op("_").default, (x, *self.args), {})
-
-    def backward(self, grad, xs, backward=None) -> Call:
-        tail = () if backward is None else (backward,)
-        return Call(self._op("_backward").default, (grad, *xs, *self.args, *tail), {})
-
-    def backward_out(self, grad, xs, out, backward=None) -> Call:
-        """``out``: a tensor, or swiglu's pair (grad_a, grad_b)."""
-        tail = () if backward is None else (backward,)
-        kw = {"grad_a": out[0], "grad_b": out[1]} if self.gated else {"out": out}
-        return Call(self._op("_backward").out, (grad, *xs, *self.args, *tail), kw)
-
-    # the public Python functions
-    def function(self, *xs, backward="default"):
-        return getattr(turbogelu, self.public)(*xs, *self.args, backward=backward)
-
-    def function_(self, x):
-        return getattr(turbogelu, f"{self.public}_")(x, *self.args)
-
-    def module(self, **kw):
-        return getattr(turbogelu, self.op.module)(*self.args, **kw)
-
-    def raw_forward(self, *xs, out=None):
-        if self.gelu:
-            return turbogelu.gelu_op(*xs, *self.args, out=out)
-        return tops.forward_op(self.name, *xs, *self.args, out=out)
-
-    def raw_backward(self, grad, *xs, backward="default", out=None):
-        if self.gelu:
-            return turbogelu.gelu_backward_op(grad, *xs, *self.args, backward, out=out)
-        return tops.backward_op(self.name, grad, *xs, *self.args, backward=backward, out=out)
-
-    def from_output(self, grad, y):
-        """Autograd's default backward from the saved result (the rows with from_output)."""
-        if self.name in tops.FROM_OUTPUT:
-            return tops.FROM_OUTPUT[self.name](grad, y)
-        if self.name == "exp2":
-            return tops.exp2_from_output(grad, y)
-        return tops.softcap_from_output(grad, y, *self.args)
-
-    def spec(self) -> dict:
-        """The spec of the row's accurate program (softcap: tanh's, swiglu: SiLU's)."""
-        if self.gelu:
-            return load_spec(self.args[0])
-        if self.op.program in _table.OWN_PROGRAMS:
-            return ep.load("accurate")
-        return fp.load(self.op.program)
-
-    def clamp(self) -> float:
-        """R: the program's window is |x| <= R (softcap's scaled by its cap)."""
-        r = float.fromhex(self.spec()["forward"]["clamp"])
-        return r * self.args[0] if self.op.kind == "Scaled" else r
-
-
-GELU_ROWS = [
-    Row(next(o for o in _table.GELU if o.name == _table.APPROXIMATE[ap]), "gelu", (ap,))
-    for ap in APPROXIMATES
-]
-FAMILY_ROWS = [Row(o, o.name, (CAP,) if o.kind == "Scaled" else ()) for o in _table.OPS]
-ROWS = GELU_ROWS + FAMILY_ROWS
-# The family's rows run on the samples below but exp2, whose own file runs the same forms
-# (test_exp2_op.py: opcheck of each, layouts, out= and in place).
-SAMPLE_ROWS = [r for r in FAMILY_ROWS if r.op.program not in _table.OWN_PROGRAMS]
-
-# The exact functions and derivatives of the rows with an absolute bound (BOUND): GELU's and
-# the family's Plain rows with fitted programs. softcap's and swiglu's bounds scale with the cap
-# and b (test_family_ops.py), exp2's is relative (test_exp2_op.py).
-EXACT = {
-    "gelu_none": lambda x: reference.gelu(x, "none"),
-    "gelu_tanh": lambda x: reference.gelu(x, "tanh"),
-    "sigmoid": reference.sigmoid,
-    "tanh": reference.tanh,
-    "silu": reference.silu,
-    "softplus": reference.softplus,
-}
-EXACT_GRAD = {
-    "gelu_none": lambda x: reference.gelu_grad(x, "none"),
-    "gelu_tanh": lambda x: reference.gelu_grad(x, "tanh"),
-    "sigmoid": reference.sigmoid_grad,
-    "tanh": reference.tanh_grad,
-    "silu": reference.silu_grad,
-    "softplus": reference.sigmoid,
-}
-BOUNDED_ROWS = [r for r in ROWS if r.name in EXACT]
-# The rows with a clamp and a smooth program inside it (exp2's range reduction steps at
-# x = k + 1/2: its gradcheck is test_exp2_op.py's).
-CLAMPED_ROWS = [r for r in ROWS if r.op.program not in _table.OWN_PROGRAMS]
-SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40, 1e-45, 3.4e38, -3.4e38]
-
-
-def float32_sample(n: int = 1 << 15, seed: int = 0) -> np.ndarray:
-    """float32 inputs: specials, a dense uniform sweep over [-16, 16], and wide log-spaced
-    magnitudes of both signs."""
-    rng = np.random.default_rng(seed)
-    mags = np.exp(rng.uniform(math.log(1e-30), math.log(1e30), n // 4))
-    x = np.concatenate(
-        [SPECIALS, np.linspace(-16, 16, n // 2), mags, -mags, rng.normal(0, 3, n // 4)]
-    )
-    return x.astype(np.float32)
 
 
 def measured_error(row: Row, part: str) -> float:
