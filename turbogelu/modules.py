@@ -100,6 +100,7 @@ class SwiGLU(_Family):
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ops._check_tensor(x, "SwiGLU")
         if not -x.dim() <= self.dim < max(x.dim(), 1) or x.dim() == 0:
             raise IndexError(
                 f"turbogelu.SwiGLU: dim {self.dim} is out of range for x of shape "

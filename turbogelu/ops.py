@@ -737,11 +737,6 @@ def use_cpu_isa(name: str):
 # ------------------------------------------------------------- public functions: the family
 
 
-def _tensor(x, op: str) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"turbogelu.{op}: expected a torch.Tensor, got {type(x).__name__}")
-
-
 # Every function takes ``tier``: "accurate" (the default; the bounds below) or "paper" (the
 # source paper's Table 2 programs: degree 2-4, errors of a few 1e-3, data/specs/<fn>/paper.json).
 
@@ -752,7 +747,7 @@ def sigmoid(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate
     x >= -3 (below, within 3e-5 beyond half an ulp). Autograd-aware: by default the gradient
     is PyTorch's ``grad * y * (1 - y)`` on the saved result y (FROM_OUTPUT); ``backward=
     "direct"`` or ``"matched"`` recompute the derivative from x as gelu's do."""
-    _tensor(x, "sigmoid")
+    _check_tensor(x, "sigmoid")
     return _ops.sigmoid(x, backward=backward, tier=tier)
 
 
@@ -760,7 +755,7 @@ def tanh(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     """Polynomial tanh, a drop-in for ``torch.tanh``: float32 within 3e-5 everywhere; every
     bfloat16 and float16 input within 1 ulp of the correctly rounded value. The default
     gradient is ``grad * (1 - y^2)`` on the saved result, as sigmoid's."""
-    _tensor(x, "tanh")
+    _check_tensor(x, "tanh")
     return _ops.tanh(x, backward=backward, tier=tier)
 
 
@@ -769,7 +764,7 @@ def silu(
 ) -> torch.Tensor:
     """Polynomial SiLU, a drop-in for ``torch.nn.functional.silu(x, inplace)`` (bounds as
     sigmoid's). ``inplace=True`` writes into x (no autograd, as ``silu_``)."""
-    _tensor(x, "silu")
+    _check_tensor(x, "silu")
     if inplace:
         return silu_(x, tier=tier)
     return _ops.silu(x, backward=backward, tier=tier)
@@ -782,7 +777,7 @@ def softcap(
     within 3e-5 * cap; ``cap`` a positive finite float. The default gradient is ``grad * (1 -
     (y / cap)^2)`` on the saved result y, as PyTorch's autograd of the composite computes it;
     ``backward="direct"`` or ``"matched"`` recompute it from x."""
-    _tensor(x, "softcap")
+    _check_tensor(x, "softcap")
     _check_cap_type(cap)
     return _ops.softcap(x, float(cap), backward=backward, tier=tier)
 
@@ -792,8 +787,8 @@ def swiglu(
 ) -> torch.Tensor:
     """``silu(a) * b`` in one pass (its backward gives both gradients in one pass); a and b of
     one shape and dtype. float32 within 3e-5 * |b| beyond the rounding of the result."""
-    _tensor(a, "swiglu")
-    _tensor(b, "swiglu")
+    _check_tensor(a, "swiglu")
+    _check_tensor(b, "swiglu")
     return _ops.swiglu(a, b, backward=backward, tier=tier)
 
 
@@ -807,7 +802,7 @@ def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     NaN, -inf -> +0, +inf -> inf, +-0 -> 1. The default gradient is ``grad * y * ln 2`` on the
     saved result y; ``backward="direct"`` or ``"matched"`` recompute it from x (the matched one
     is the program's own derivative)."""
-    _tensor(x, "exp2")
+    _check_tensor(x, "exp2")
     return _ops.exp2(x, backward=backward, tier=tier)
 
 
@@ -840,7 +835,7 @@ def softplus(
     an ulp). Only the accurate tier: the source paper has no softplus program, so
     ``tier="paper"`` is refused. The gradient is ``grad * sigmoid(x)`` by a fitted program
     (``backward="direct"``, the default) or the program's own derivative (``"matched"``)."""
-    _tensor(x, "softplus")
+    _check_tensor(x, "softplus")
     _check_softplus_args(beta, threshold)
     return _ops.softplus(x, backward=backward, tier=tier)
 
@@ -850,7 +845,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, tier: str = "accurate") -> torch.
     in float32): the row's max subtracted, t = (x - max) * log2(e), exp2(t) in the ``tier``
     asked for and summed in float32, then scaled by 1 / sum. A contiguous result; a NaN makes
     its row NaN (as torch.softmax). Autograd: (grad - sum(grad * y)) * y from the result."""
-    _tensor(x, "softmax")
+    _check_tensor(x, "softmax")
     return _ops.softmax(x, dim, tier=tier)
 
 
@@ -858,7 +853,7 @@ def _inplace(name: str):
     op = getattr(_ops, f"{name}_")
 
     def fn(x: torch.Tensor, tier: str = "accurate") -> torch.Tensor:
-        _tensor(x, f"{name}_")
+        _check_tensor(x, f"{name}_")
         op(x, tier)
         return x
 
@@ -876,16 +871,25 @@ softplus_ = _inplace("softplus")
 
 def softcap_(x: torch.Tensor, cap: float, tier: str = "accurate") -> torch.Tensor:
     """In-place softcap (no autograd)."""
-    _tensor(x, "softcap_")
+    _check_tensor(x, "softcap_")
     _check_cap_type(cap, "softcap_")
     _ops.softcap_(x, float(cap), tier)
     return x
+
+
+def _check_tensors(name: str, args: tuple, op: str, grad: bool = False) -> None:
+    """The raw ops' tensor arguments (grad, then x, or swiglu's a and b) are tensors: a clear
+    error here, not the dispatcher's "failed to match any schema"."""
+    count = (2 if _table.op(name).kind == "Gated" else 1) + grad
+    for t in args[:count]:
+        _check_tensor(t, op)
 
 
 def forward_op(name: str, *args, out: torch.Tensor | None = None, tier: str = "accurate", **kw):
     """The raw forward op ``name`` (no autograd needed; ``out=`` writes into out)."""
     if name not in FUNCTIONS:
         raise ValueError(f"turbogelu.forward_op: name must be one of {FUNCTIONS}, got {name!r}")
+    _check_tensors(name, args, "forward_op")
     op = getattr(_ops, name)
     if out is None:
         return op(*args, tier=tier, **kw)
@@ -900,6 +904,7 @@ def backward_op(
     returning (grad_a, grad_b); ``out`` is then a pair)."""
     if name not in FUNCTIONS:
         raise ValueError(f"turbogelu.backward_op: name must be one of {FUNCTIONS}, got {name!r}")
+    _check_tensors(name, (grad, *args), "backward_op", grad=True)
     op = getattr(_ops, f"{name}_backward")
     if out is None:
         return op(grad, *args, backward, tier)
