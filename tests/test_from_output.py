@@ -52,6 +52,11 @@ def _one_minus_y2(y: np.ndarray) -> np.ndarray:
     return s.astype(np.float32)
 
 
+def _floored(d: np.ndarray) -> np.ndarray:
+    """max(d, +0) with NaN passing: tanh's and softcap's 1 - q^2 where q left [-1, 1]."""
+    return np.where(d < 0, np.float32(0), d)
+
+
 def replay(fn: str, g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The kernels' formula in float32, each step rounded (numpy float32 operations)."""
     g, y = g.astype(np.float32), y.astype(np.float32)
@@ -59,7 +64,7 @@ def replay(fn: str, g: np.ndarray, y: np.ndarray) -> np.ndarray:
         if fn == "sigmoid":
             return (g * (np.float32(1) - y)) * y
         if fn == "tanh":
-            return g * _one_minus_y2(y)
+            return g * _floored(_one_minus_y2(y))
         return (g * y) * LN2_F32
 
 
@@ -110,7 +115,7 @@ def test_softcap_bits_are_the_formula(cap, dtype, isa):
     g = _grads(y.numel(), dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         q = y.float().numpy() * _inv32(cap)
-        want = g.float().numpy() * _one_minus_y2(q)
+        want = g.float().numpy() * _floored(_one_minus_y2(q))
     got = OPS.softcap_backward_from_output(g, y, cap)
     assert_same_bits(got, torch.from_numpy(want).to(dtype), f"cap {cap} {dtype} {isa}")
 
@@ -125,10 +130,11 @@ def test_float64_is_the_formula_in_float64(fn):
     if fn == "sigmoid":
         want = g * (1 - y) * y
     elif fn == "tanh":
-        r = [
-            float(Fraction(1) - Fraction(v) ** 2) if math.isfinite(v) else 1 - v * v
+        r = [  # floored at +0 (the specials' y = +-inf; NaN passes)
+            max(float(Fraction(1) - Fraction(v) ** 2), 0.0) if math.isfinite(v) else 1 - v * v
             for v in y.tolist()
         ]
+        r = [0.0 if v < 0 else v for v in r]
         want = g * torch.tensor(r, dtype=torch.float64)
     else:
         want = g * y * math.log(2.0)
@@ -303,7 +309,8 @@ def test_other_devices_use_the_formula_by_torch_ops():
         want = {"sigmoid": g * (1 - y) * y, "tanh": g * (1 - y * y), "exp2": g * y * math.log(2)}
         assert ((got - want[fn]).abs() <= bound).all(), fn
     got = family._from_output_elsewhere("softcap", g, y * 3, 3.0)
-    assert ((got - g * (1 - (y * 3 / 3.0) ** 2)).abs() <= bound).all()
+    q = y * 3 * float(_inv32(3.0))  # 1/cap rounded as the kernels round it
+    assert ((got - g * (1 - q**2)).abs() <= bound).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
@@ -323,3 +330,33 @@ def test_other_devices_formula_gives_the_cpu_kernels_results(dtype):
         y = getattr(OPS, fn)(x.clamp(max=10) if fn == "exp2" else x, *args)
         want = getattr(OPS, f"{fn}_backward_from_output")(g, y, *args)
         assert_within_an_ulp(family._from_output_elsewhere(fn, g, y, cap), want, fn)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, *STORAGE], ids=IDS)
+def test_the_default_gradient_never_turns_negative(dtype):
+    """tanh's and softcap's from-output factor 1 - q^2 is floored at +0 (issue 37): where y
+    rounds to or above the cap, or y * fl(1/cap) above 1, it was negative (bfloat16
+    softcap(1e4, 32.375) gave -0.00775; in float64 and bfloat16 hundreds of caps did), a
+    gradient of the wrong sign for a rising function. Over 809 caps every input's gradient is
+    >= 0, through autograd on the CPU's kernels and on the formula other devices run. At
+    saturation (y = the cap as stored) it is 0 or the residue of q's roundings, which the
+    formula cannot tell from a value just inside: y is the cap rounded to the dtype and q =
+    y * fl(1/cap) (fl(1/cap) in float32, also for float64), so 1 - q^2 <= 2 (u + 2^-24)
+    with u the dtype's unit roundoff; asserted as 4 eps (float32 eps for float64)."""
+    caps = torch.logspace(-1.3, 3, 809, dtype=torch.float64).tolist() + [32.375, 30.0]
+    eps = torch.finfo(torch.float32 if dtype == torch.float64 else dtype).eps
+    for cap in caps:
+        x = torch.tensor([-1e4, -40.0, -1.0, 0.0, 1.0, 40.0, 1e4], dtype=torch.float64) * cap
+        x = x.to(dtype).requires_grad_()
+        y = turbogelu.softcap(x, cap)
+        (g,) = torch.autograd.grad(y.sum(), x)
+        other = family._from_output_elsewhere("softcap", torch.ones_like(y), y.detach(), cap)
+        for got in (g, other):
+            assert (got >= 0).all(), (cap, got)
+            assert got[0] <= 4 * eps and got[-1] <= 4 * eps, (cap, got)
+    if dtype in HALF_DTYPES:
+        y = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+        y = y[~torch.isnan(y)]
+        for got in (_op("tanh")(torch.ones_like(y), y), family._from_output_elsewhere(
+                "tanh", torch.ones_like(y), y)):  # fmt: skip
+            assert (got >= 0).all() and (got[y.float().abs() >= 1] == 0).all()

@@ -675,18 +675,6 @@ def test_autograd_non_contiguous_leaf_and_expanded_grad(row):
     assert_same_bits(x.grad.contiguous(), expected[0])
 
 
-@pytest.mark.parametrize("row", ROWS, ids=str)
-def test_double_backward_is_refused_clearly(row):
-    """(A default from the saved result is differentiable: test_family_api.py's
-    test_second_derivative_of_the_default.)"""
-    backward = "direct" if row.op.from_output else "default"
-    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
-    xs = row.inputs(x)
-    grads = torch.autograd.grad(row.function(*xs, backward=backward).sum(), xs, create_graph=True)
-    with pytest.raises(NotImplementedError, match=rf"{row.public}_backward is not differentiable"):
-        sum(g.sum() for g in grads).backward()
-
-
 # ------------------------------------------------------------------ GELU only
 
 

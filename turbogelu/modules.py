@@ -9,7 +9,19 @@ from torch import nn
 from . import ops
 
 
-class GELU(nn.Module):
+class _Module(nn.Module):
+    """What every module of this package shares: TorchScript is refused in words (its
+    compiler cannot read the ops' Python wrappers, and it is deprecated in PyTorch)."""
+
+    def __prepare_scriptable__(self):  # torch.jit.script calls it on every submodule first
+        raise RuntimeError(
+            f"turbogelu.{type(self).__name__} cannot be compiled by torch.jit.script "
+            "(TorchScript is deprecated in PyTorch and does not read this package's Python "
+            "functions); use torch.compile, or torch.export for a graph"
+        )
+
+
+class GELU(_Module):
     """Polynomial GELU as a module: ``turbogelu.GELU(approximate)`` replaces ``nn.GELU``."""
 
     def __init__(self, approximate: str = "none", *, backward: str = "default") -> None:
@@ -44,7 +56,7 @@ def replace_gelu(model: nn.Module, *, backward: str = "default") -> int:
     return len(replacement)
 
 
-class _Family(nn.Module):
+class _Family(_Module):
     """A family function as a module (``backward`` and ``tier`` as the functions')."""
 
     def __init__(self, *, backward: str = "default", tier: str = "accurate") -> None:

@@ -54,7 +54,7 @@ import math
 
 import torch
 
-from . import _table
+from . import _autograd, _table
 from ._checks import DTYPES as DTYPES
 from ._checks import check_args as _check_args
 from ._checks import check_cap as _check_cap
@@ -112,39 +112,6 @@ def _gelu_backward_out_fake(grad, x, approximate="none", backward="default", *, 
     _check_args(approximate, backward)
     _check_backward_fake(grad, x, out=out)
     check_out(out, x, "gelu_backward")
-
-
-# ---------------------------------------------------------------- GELU: autograd
-
-
-def _setup_context(ctx, inputs, keyword_only_inputs, output):
-    (x, *rest) = inputs
-    ctx.approximate = rest[0] if rest else "none"
-    ctx.backward = keyword_only_inputs.get("backward", "default")
-    ctx.save_for_backward(x)
-
-
-def _backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _ops.gelu_backward(grad, x, ctx.approximate, ctx.backward), None
-
-
-torch.library.register_autograd("turbogelu::gelu", _backward, setup_context=_setup_context)
-
-
-def _backward_of_backward(ctx, grad):
-    raise NotImplementedError(
-        "turbogelu.gelu_backward is not differentiable (no second derivative is implemented)"
-    )
-
-
-def _setup_backward_context(ctx, inputs, output):
-    pass
-
-
-torch.library.register_autograd(
-    "turbogelu::gelu_backward", _backward_of_backward, setup_context=_setup_backward_context
-)
 
 
 # The ops, from the table (turbogelu/_table.py): the Plain ops (f(x)), those of them that run
@@ -286,6 +253,25 @@ def _swiglu_backward_out_fake(grad, a, b, backward="default", tier="accurate", *
     _check_gated(a, b, "swiglu_backward", grad=grad, grad_a=grad_a, grad_b=grad_b)
 
 
+# Under torch.autocast, swiglu(a, b) of two floating dtypes runs in the wider one, as PyTorch's
+# silu(a) * b promotes (the mul; silu itself, like every other op here, is on no autocast
+# list and runs in its input's dtype, so the others need no autocast kernel). Outside
+# autocast a and b must share a dtype (the kernels' one pass; _check_gated).
+def _swiglu_autocast(key: str):
+    excluded = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
+
+    def kernel(a, b, *, backward="default", tier="accurate"):
+        dtype = torch.promote_types(a.dtype, b.dtype)
+        with torch._C._ExcludeDispatchKeyGuard(excluded):
+            return _ops.swiglu(a.to(dtype), b.to(dtype), backward=backward, tier=tier)
+
+    return kernel
+
+
+for _key in ("AutocastCPU", "AutocastCUDA"):
+    torch.library.impl("turbogelu::swiglu", _key, _swiglu_autocast(_key))
+
+
 # ---------------------------------------------------------------- backward from the result
 # <fn>_backward_from_output(grad, y) for sigmoid, tanh and exp2, and softcap_backward_from_
 # output(grad, y, cap): autograd's default backward of these, from the saved result y = f(x)
@@ -309,30 +295,18 @@ def _from_output_elsewhere(name: str, grad, y, cap: float = 1.0):
         grad, y = grad.float(), y.float()
     if name == "sigmoid":
         out = torch.ops.aten.sigmoid_backward(grad, y)
-    elif name == "tanh":
-        out = torch.ops.aten.tanh_backward(grad, y)
-    elif name == "softcap":
-        out = torch.ops.aten.tanh_backward(grad, y * (1.0 / cap))
+    elif name in ("tanh", "softcap"):
+        # grad * max(1 - q^2, +0) as the CPU kernels (family.h): +0 where q rounds out of
+        # [-1, 1], never a negative derivative; NaN passes (|NaN| > 1 is false)
+        q = y if name == "tanh" else y * _autograd._inverse32(cap)
+        out = torch.where(q.abs() > 1, grad * 0.0, torch.ops.aten.tanh_backward(grad, q))
     else:
         out = grad * y * math.log(2.0)
     return out.to(dtype)
 
 
-def _from_output_dy(name: str, gg, grad, y, cap: float):
-    """d/dy of the from-output formula times the incoming gradient gg (PyTorch's derivatives
-    of sigmoid_backward and tanh_backward; softcap's is tanh's in q = y / cap)."""
-    if name == "sigmoid":
-        return gg * grad * (1 - 2 * y)
-    if name == "tanh":
-        return gg * grad * (-2 * y)
-    if name == "softcap":
-        return gg * grad * (-2 * y / (cap * cap))
-    return gg * grad * math.log(2.0)
-
-
 def _register_from_output(name: str) -> None:
     op = f"{name}_backward_from_output"
-    opfn = getattr(_ops, op)
     scaled = name == "softcap"
 
     def check(grad, y, cap, **outs):
@@ -388,40 +362,12 @@ def _register_from_output(name: str) -> None:
         torch.library.impl(f"turbogelu::{op}", key, elsewhere)
         torch.library.impl(f"turbogelu::{op}.out", key, elsewhere_out)
 
-    # Differentiable, as PyTorch's sigmoid_backward and tanh_backward are (second
-    # derivatives through y's own backward): d/dgrad is the op itself on the incoming
-    # gradient, d/dy _from_output_dy's.
-    def setup(ctx, inputs, output):
-        ctx.cap = inputs[2] if scaled else 1.0
-        ctx.save_for_backward(inputs[0], inputs[1])
-
-    def backward(ctx, gg):
-        grad, y = ctx.saved_tensors
-        dgrad = opfn(gg, y, ctx.cap) if scaled else opfn(gg, y)
-        dy = _from_output_dy(name, gg, grad, y, ctx.cap)
-        return (dgrad, dy, None) if scaled else (dgrad, dy)
-
-    torch.library.register_autograd(f"turbogelu::{op}", backward, setup_context=setup)
-
 
 for _name in FROM_OUTPUT_FUNCTIONS:
     _register_from_output(_name)
 
 
-# ------------------------------------------------------------ the family: autograd
-
-
-def _not_differentiable(op: str):
-    def backward(ctx, *grads):
-        raise NotImplementedError(
-            f"turbogelu.{op}_backward is not differentiable (no second derivative is implemented)"
-        )
-
-    return backward
-
-
-def _no_context(ctx, inputs, output):
-    pass
+# ------------------------------------------------------------ autograd (turbogelu/_autograd.py)
 
 
 # Autograd's default backward of sigmoid and tanh differentiates from the saved result y, as
@@ -445,32 +391,6 @@ def exp2_from_output(grad: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return _ops.exp2_backward_from_output(grad, y)
 
 
-def _register_unary_autograd(name: str, from_output=None) -> None:
-    backward_op = getattr(_ops, f"{name}_backward")
-
-    def setup(ctx, inputs, keyword_only_inputs, output):
-        ctx.backward = keyword_only_inputs.get("backward", "default")
-        ctx.tier = keyword_only_inputs.get("tier", "accurate")
-        ctx.from_output = from_output is not None and ctx.backward == "default"
-        ctx.save_for_backward(output if ctx.from_output else inputs[0])
-
-    def backward(ctx, grad):
-        (saved,) = ctx.saved_tensors
-        if ctx.from_output:
-            return from_output(grad, saved)
-        return backward_op(grad, saved, ctx.backward, ctx.tier)
-
-    torch.library.register_autograd(f"turbogelu::{name}", backward, setup_context=setup)
-    torch.library.register_autograd(
-        f"turbogelu::{name}_backward", _not_differentiable(name), setup_context=_no_context
-    )
-
-
-for _name in PLAIN:
-    _from_output = getattr(_ops, f"{_name}_backward_from_output", None)
-    _register_unary_autograd(_name, _from_output if _table.op(_name).from_output else None)
-
-
 # softcap's default likewise differentiates from the saved result y = cap tanh(x / cap), as
 # PyTorch's autograd of c * tanh(x / c) does from its saved tanh: grad * (1 - (y / cap)^2),
 # one pass of three multiplies and an fma (the accuracy trade of tanh's above);
@@ -479,45 +399,6 @@ def softcap_from_output(grad: torch.Tensor, y: torch.Tensor, cap: float) -> torc
     """softcap's autograd default: grad * (1 - q^2), q = y * fl(1 / cap) (no recomputation
     from x)."""
     return _ops.softcap_backward_from_output(grad, y, cap)
-
-
-def _softcap_setup(ctx, inputs, keyword_only_inputs, output):
-    ctx.cap = inputs[1]
-    ctx.backward = keyword_only_inputs.get("backward", "default")
-    ctx.tier = keyword_only_inputs.get("tier", "accurate")
-    ctx.save_for_backward(output if ctx.backward == "default" else inputs[0])
-
-
-def _softcap_backward(ctx, grad):
-    (saved,) = ctx.saved_tensors
-    if ctx.backward == "default":
-        return softcap_from_output(grad, saved, ctx.cap), None
-    return _ops.softcap_backward(grad, saved, ctx.cap, ctx.backward, ctx.tier), None
-
-
-torch.library.register_autograd(
-    "turbogelu::softcap", _softcap_backward, setup_context=_softcap_setup
-)
-torch.library.register_autograd(
-    "turbogelu::softcap_backward", _not_differentiable("softcap"), setup_context=_no_context
-)
-
-
-def _swiglu_setup(ctx, inputs, keyword_only_inputs, output):
-    ctx.backward = keyword_only_inputs.get("backward", "default")
-    ctx.tier = keyword_only_inputs.get("tier", "accurate")
-    ctx.save_for_backward(inputs[0], inputs[1])
-
-
-def _swiglu_backward(ctx, grad):
-    a, b = ctx.saved_tensors
-    return tuple(_ops.swiglu_backward(grad, a, b, ctx.backward, ctx.tier))
-
-
-torch.library.register_autograd("turbogelu::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
-torch.library.register_autograd(
-    "turbogelu::swiglu_backward", _not_differentiable("swiglu"), setup_context=_no_context
-)
 
 
 # ---------------------------------------------------------------- softmax (CPU)
@@ -557,22 +438,9 @@ for _key in ("CUDA", "MPS"):
     torch.library.impl("turbogelu::softmax", _key, _softmax_elsewhere)
 
 
-def _softmax_setup(ctx, inputs, keyword_only_inputs, output):
-    ctx.dim = inputs[1] if len(inputs) > 1 else -1
-    ctx.save_for_backward(output)
-
-
-def _softmax_backward(ctx, grad):
-    # in float32 and rounded once, as the forward and PyTorch's own softmax backward do (in
-    # bfloat16 each of the three steps would round)
-    (y,) = ctx.saved_tensors
-    g32, y32 = grad.float(), y.float()
-    return ((g32 - (g32 * y32).sum(ctx.dim, keepdim=True)) * y32).to(y.dtype), None
-
-
-torch.library.register_autograd(
-    "turbogelu::softmax", _softmax_backward, setup_context=_softmax_setup
-)
+# Every op's derivatives in reverse and forward mode and its batching rule (after the fake
+# kernels, which the Functions' traces call).
+_autograd.install()
 
 
 # ---------------------------------------------------- public functions: GELU and the CPU switches
@@ -592,7 +460,7 @@ def gelu(x: torch.Tensor, approximate: str = "none", *, backward: str = "default
     """
     _check_tensor(x, "gelu")
     _check_args(approximate, backward)  # gelu(x, None): not "failed to match any schema"
-    return _ops.gelu(x, approximate, backward=backward)
+    return _autograd.call("gelu", x, approximate, backward=backward)
 
 
 def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -748,7 +616,7 @@ def sigmoid(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate
     is PyTorch's ``grad * y * (1 - y)`` on the saved result y (FROM_OUTPUT); ``backward=
     "direct"`` or ``"matched"`` recompute the derivative from x as gelu's do."""
     _check_tensor(x, "sigmoid")
-    return _ops.sigmoid(x, backward=backward, tier=tier)
+    return _autograd.call("sigmoid", x, backward=backward, tier=tier)
 
 
 def tanh(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
@@ -756,18 +624,21 @@ def tanh(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     bfloat16 and float16 input within 1 ulp of the correctly rounded value. The default
     gradient is ``grad * (1 - y^2)`` on the saved result, as sigmoid's."""
     _check_tensor(x, "tanh")
-    return _ops.tanh(x, backward=backward, tier=tier)
+    return _autograd.call("tanh", x, backward=backward, tier=tier)
 
 
 def silu(
     x: torch.Tensor, inplace: bool = False, *, backward: str = "default", tier: str = "accurate"
 ) -> torch.Tensor:
     """Polynomial SiLU, a drop-in for ``torch.nn.functional.silu(x, inplace)`` (bounds as
-    sigmoid's). ``inplace=True`` writes into x (no autograd, as ``silu_``)."""
+    sigmoid's). ``inplace=True`` writes into x, unless the call is differentiated (x requires
+    grad, carries a forward-mode tangent, or runs under a ``torch.func`` transform): then the
+    result is a new tensor, as the out-of-place op computes it, so that ``SiLU(inplace=True)``
+    trains (``silu_`` itself refuses autograd)."""
     _check_tensor(x, "silu")
-    if inplace:
+    if inplace and not _autograd.differentiating(x):
         return silu_(x, tier=tier)
-    return _ops.silu(x, backward=backward, tier=tier)
+    return _autograd.call("silu", x, backward=backward, tier=tier)
 
 
 def softcap(
@@ -779,7 +650,7 @@ def softcap(
     ``backward="direct"`` or ``"matched"`` recompute it from x."""
     _check_tensor(x, "softcap")
     _check_cap_type(cap)
-    return _ops.softcap(x, float(cap), backward=backward, tier=tier)
+    return _autograd.call("softcap", x, float(cap), backward=backward, tier=tier)
 
 
 def swiglu(
@@ -789,7 +660,7 @@ def swiglu(
     one shape and dtype. float32 within 3e-5 * |b| beyond the rounding of the result."""
     _check_tensor(a, "swiglu")
     _check_tensor(b, "swiglu")
-    return _ops.swiglu(a, b, backward=backward, tier=tier)
+    return _autograd.call("swiglu", a, b, backward=backward, tier=tier)
 
 
 def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") -> torch.Tensor:
@@ -803,7 +674,7 @@ def exp2(x: torch.Tensor, *, backward: str = "default", tier: str = "accurate") 
     saved result y; ``backward="direct"`` or ``"matched"`` recompute it from x (the matched one
     is the program's own derivative)."""
     _check_tensor(x, "exp2")
-    return _ops.exp2(x, backward=backward, tier=tier)
+    return _autograd.call("exp2", x, backward=backward, tier=tier)
 
 
 # F.softplus's defaults, the only ones this program computes.
@@ -837,7 +708,7 @@ def softplus(
     (``backward="direct"``, the default) or the program's own derivative (``"matched"``)."""
     _check_tensor(x, "softplus")
     _check_softplus_args(beta, threshold)
-    return _ops.softplus(x, backward=backward, tier=tier)
+    return _autograd.call("softplus", x, backward=backward, tier=tier)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, tier: str = "accurate") -> torch.Tensor:
@@ -846,7 +717,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, tier: str = "accurate") -> torch.
     asked for and summed in float32, then scaled by 1 / sum. A contiguous result; a NaN makes
     its row NaN (as torch.softmax). Autograd: (grad - sum(grad * y)) * y from the result."""
     _check_tensor(x, "softmax")
-    return _ops.softmax(x, dim, tier=tier)
+    if x.dim() == 0:  # as torch.softmax: a scalar's softmax along its only "dimension"
+        if not -1 <= dim <= 0:
+            raise IndexError(f"turbogelu.softmax: dim {dim} is out of range for a 0-dim tensor")
+        return softmax(x.reshape(1), 0, tier=tier).reshape(())
+    return _autograd.call("softmax", x, dim, tier=tier)
 
 
 def _inplace(name: str):

@@ -195,8 +195,9 @@ inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
 inline namespace TG_ISA_NAMESPACE {
 
 // The derivative from the saved result y = f(x), PyTorch's formulas, each step rounded:
-//   sigmoid  fl(fl(grad fl(1 - y)) y)    tanh  fl(grad fma(-y, y, 1))    exp2  fl(fl(grad y) ln 2)
-//   softcap  q = fl(y inv), fl(grad fma(-q, q, 1))   (y = cap tanh(x / cap), inv = fl(1 / cap))
+//   sigmoid  fl(fl(grad fl(1 - y)) y)        exp2  fl(fl(grad y) ln 2)
+//   tanh     fl(grad max(fma(-y, y, 1), +0))
+//   softcap  q = fl(y inv), fl(grad max(fma(-q, q, 1), +0))  (y = cap tanh(x/cap), inv = fl(1/cap))
 // (1 - y as fma(y, -1, 1), one rounding as a subtraction's; 1 - y^2 in one rounding, which
 // keeps its accuracy as |y| nears 1; exp2's ln 2 rounded to the lanes' type).
 // tests/test_from_output.py replays it.
@@ -206,8 +207,12 @@ TG_HD TG_INLINE V from_output(V grad, V y, const FamilyCall& c) {
   if constexpr (Op == kFamily_sigmoid) {
     return tg_mul(tg_mul(grad, tg_fma(y, minus_one, one)), y);
   } else if constexpr (Op == kFamily_tanh || Op == kFamily_softcap) {
+    // 1 - q^2 floored at +0 (NaN passes): q leaves [-1, 1] where y rounds above the cap
+    // (bfloat16's softcap(1e4, 32.375)) or y * fl(1/cap) rounds above 1, and the derivative
+    // of a rising function must not turn negative there (tanh's y: only if given |y| > 1).
     const V q = Op == kFamily_tanh ? y : tg_mul(y, tg_splat(V{}, c.inv));
-    return tg_mul(grad, tg_fma(tg_mul(q, minus_one), q, one));
+    const V d = tg_fma(tg_mul(q, minus_one), q, one), zero = tg_splat(V{}, 0.0f);
+    return tg_mul(grad, tg_select(tg_lt(d, zero), zero, d));
   } else {
     static_assert(Op == kFamily_exp2, "from_output: sigmoid, tanh, exp2 or softcap");
     if constexpr (std::is_same_v<V, double>) {

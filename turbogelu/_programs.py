@@ -1,0 +1,172 @@
+"""The kernels' polynomial programs evaluated with PyTorch's operations.
+
+``program(row, tier, part)`` reads one program back from the compiled table (the op
+``torch.ops.turbogelu._program``, kernels/common/programs.cpp: the kernels' own constants), and
+``evaluate`` runs it as kernels/include/turbogelu/family_eval.h does, step for step: v = |x|
+(or x*x), z = fma(v, scale, -1), P(z) by Horner, the form's reconstruction, the floors, and the
+asymptote beyond the clamp (exp2: the range reduction x = n + f and 2^n in two halves). The
+fused multiply-adds are ``fma``'s; by default a multiply then an add, which PyTorch's eager
+operations give (so the result is within a rounding or two of the kernel's, not its bits).
+
+What it is for: derivatives. ``derivative`` differentiates a program through autograd (the
+rounding steps of exp2's reduction detached: n is piecewise constant), which gives the second
+derivatives of the backward ops (turbogelu/_autograd.py), differentiable again in turn. It
+needs none of the lab (turbogelu/approx/).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+_ops = torch.ops.turbogelu
+
+# family_eval.h's Form, by value
+FORMS = (
+    "HalfPlusOdd",
+    "Odd",
+    "XHalfPlusEven",
+    "XHalfPlus",
+    "Even",
+    "Exp2Nearest",
+    "Exp2Floor",
+    "HalfPlusSigned",
+    "XHalfPlusNonNeg",
+)
+# exp2's window and rounding constant per working type (family_eval.h's Exp2Limits)
+_EXP2_LIMITS = {torch.float32: (-151.0, 129.0), torch.float64: (-1076.0, 1025.0)}
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program of the kernels' table (family_eval.h's FamilyProgram and its shape)."""
+
+    form: str
+    y: bool  # P's variable is x*x rather than |x|
+    w: bool  # the window is decided on x*x <= clamp^2 rather than |x| <= clamp
+    clamp: float
+    scale: float
+    below: float  # the result below -clamp
+    above: float  # the result above +clamp
+    coefficients: tuple[float, ...]  # low order first
+
+
+@functools.cache
+def program(row: str, tier: str = "accurate", part: str = "forward") -> Program:
+    """Program ``part`` ("forward", "direct", "matched" or "default") of the table's row
+    ``row`` (an op of turbogelu/_table.py, or gelu_none / gelu_tanh) in ``tier``."""
+    form, n, y, w, clamp, scale, below, above, c = _ops._program(row, tier, part)
+    return Program(FORMS[form], y, w, clamp, scale, below, above, tuple(c[:n]))
+
+
+def _fma(a, b, c):
+    return a * b + c
+
+
+def _horner(z, coefficients, fma):
+    p = torch.full_like(z, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        p = fma(p, z, c)
+    return p
+
+
+def _exp2(p: Program, x: torch.Tensor, fma) -> torch.Tensor:
+    """2^x: xc = x clamped to the window, n = rint(xc) (rint(xc - 1/2) for Exp2Floor), f =
+    xc - n, P(f) 2^floor(n/2) 2^ceil(n/2) (two factors, so that neither overflows)."""
+    lo, hi = _EXP2_LIMITS[torch.float64 if x.dtype == torch.float64 else torch.float32]
+    xc = x.clamp(lo, hi)
+    t = xc - 0.5 if p.form == "Exp2Floor" else xc
+    n = torch.round(t).detach()  # round half to even, as the magic-number addition
+    f = fma(n, -1.0, xc)
+    half = torch.floor(n * 0.5)
+    return _horner(f, p.coefficients, fma) * torch.exp2(half) * torch.exp2(n - half)
+
+
+def evaluate(p: Program, x: torch.Tensor, fma=_fma) -> torch.Tensor:
+    """``p`` at ``x`` (float32 or float64; family_eval.h's family_eval)."""
+    if p.form.startswith("Exp2"):
+        return _exp2(p, x, fma)
+    v = x * x if p.y else x.abs()
+    poly = _horner(fma(v, p.scale, -1.0), p.coefficients, fma)
+    if p.form == "HalfPlusOdd":
+        r = fma(x, poly, 0.5)
+    elif p.form == "Odd":
+        r = x * poly
+    elif p.form == "XHalfPlusEven":
+        r = x * fma(x, poly, 0.5)
+    elif p.form in ("XHalfPlus", "XHalfPlusNonNeg"):
+        r = x * 0.5 + poly
+    elif p.form == "HalfPlusSigned":
+        r = 0.5 + torch.copysign(poly, x)
+    else:  # Even
+        r = poly
+    if p.form in ("XHalfPlusNonNeg", "HalfPlusSigned"):
+        r = torch.where(r < 0, torch.zeros_like(r), r)  # the floor at +0; NaN passes
+    if p.w:
+        outside = v > p.clamp * p.clamp
+    else:
+        outside = (x.abs() if p.y else v) > p.clamp
+    positive = x > 0
+    if p.form in ("XHalfPlusEven", "XHalfPlus"):
+        tail = torch.where(positive, x, torch.full_like(x, -0.0))
+    elif p.form == "XHalfPlusNonNeg":
+        tail = torch.where(positive, x, torch.full_like(x, p.below))
+    else:
+        tail = torch.where(positive, torch.full_like(x, p.above), torch.full_like(x, p.below))
+    return torch.where(outside, tail, r)
+
+
+def _horner_with_derivative(z, coefficients):
+    """P(z) and P'(z) by one Horner pass (the derivative's recurrence beside P's)."""
+    p = torch.full_like(z, coefficients[-1])
+    dp = torch.zeros_like(z)
+    for c in reversed(coefficients[:-1]):
+        dp = dp * z + p
+        p = p * z + c
+    return p, dp
+
+
+def derivative(p: Program, x: torch.Tensor) -> torch.Tensor:
+    """d/dx of ``p`` at ``x``, in x's dtype (16-bit computed in float32): the derivative of
+    the program itself, written out by the chain rule through its steps (so that it composes
+    with every autograd mode: it is PyTorch operations on x); 0 beyond the clamp where the
+    tails are constants, 1 where the tail is x; 0 where a floor holds the result at +0."""
+    work = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    return _derivative(p, work).to(x.dtype)
+
+
+def _derivative(p: Program, x: torch.Tensor) -> torch.Tensor:
+    if p.form.startswith("Exp2"):  # 2^n P(f), f = xc - n: 2^n P'(f) inside the window
+        lo, hi = _EXP2_LIMITS[torch.float64 if x.dtype == torch.float64 else torch.float32]
+        xc = x.clamp(lo, hi)
+        n = torch.round(xc - 0.5 if p.form == "Exp2Floor" else xc).detach()
+        _, dp = _horner_with_derivative(xc - n, p.coefficients)
+        half = torch.floor(n * 0.5)
+        d = dp * torch.exp2(half) * torch.exp2(n - half)
+        return torch.where((x < lo) | (x > hi), torch.zeros_like(d), d)
+    if p.y:
+        v, dv = x * x, 2 * x
+    else:
+        v, dv = x.abs(), torch.sign(x)
+    poly, dpoly = _horner_with_derivative(v * p.scale - 1.0, p.coefficients)
+    dz = dpoly * (dv * p.scale)  # d/dx P(z(x))
+    if p.form in ("HalfPlusOdd", "Odd"):  # x P (+ 1/2)
+        d = poly + x * dz
+    elif p.form == "XHalfPlusEven":  # x^2 P + x/2
+        d = 2 * x * poly + x * x * dz + 0.5
+    elif p.form in ("XHalfPlus", "XHalfPlusNonNeg"):  # x/2 + P
+        d = 0.5 + dz
+    elif p.form == "HalfPlusSigned":  # 1/2 + sign(x) P
+        d = torch.sign(x) * dz
+    else:  # Even
+        d = dz
+    if p.form in ("XHalfPlusNonNeg", "HalfPlusSigned"):  # the floor holds the result at +0
+        d = torch.where(evaluate(p, x) <= 0, torch.zeros_like(d), d)
+    outside = (v > p.clamp * p.clamp) if p.w else ((x.abs() if p.y else v) > p.clamp)
+    if p.form in ("XHalfPlusEven", "XHalfPlus", "XHalfPlusNonNeg"):
+        tail = (x > 0).to(x.dtype)  # the tail x (above) and a constant (below)
+    else:
+        tail = torch.zeros_like(x)
+    return torch.where(outside, tail, d)
