@@ -26,6 +26,7 @@ _LAZY = {
     "GELU": "turbogelu.modules",
     "replace_gelu": "turbogelu.modules",
     "replace_activations": "turbogelu.modules",
+    "patch": "turbogelu.patching",
 }
 
 # The activation family's functions, in-place forms and modules (turbogelu/_table.py).

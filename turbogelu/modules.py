@@ -3,6 +3,8 @@ Softcap), and functions that swap them into an existing model."""
 
 from __future__ import annotations
 
+import sys
+
 import torch
 from torch import nn
 
@@ -186,6 +188,36 @@ _REPLACEMENTS = {
 }
 KINDS = tuple(_REPLACEMENTS)
 
+# Hugging Face transformers' activation classes (transformers/activations.py) and the GELU form
+# each computes: GELUActivation is F.gelu (or its erf formula), GELUTanh (PytorchGELUTanh) F.gelu
+# with approximate="tanh" (or its formula), NewGELU, FastGELU and AccurateGELU write the tanh
+# formula out (FastGELU's sqrt(2/pi) to ten digits: the same function in float32); SiLUActivation
+# is F.silu. Not matched: QuickGELU (x sigmoid(1.702 x)) and ClippedGELU, other functions.
+TRANSFORMERS_GELU = {
+    "GELUActivation": "none",
+    "GELUTanh": "tanh",
+    "PytorchGELUTanh": "tanh",
+    "NewGELUActivation": "tanh",
+    "FastGELUActivation": "tanh",
+    "AccurateGELUActivation": "tanh",
+}
+
+
+def _transformers_replacements() -> dict[str, list]:
+    """{kind: [(class, make)]} for transformers' activation classes, when transformers'
+    activations module is loaded (a model built from it has loaded it; nothing is imported
+    here, so replace_activations stays cheap without it)."""
+    acts = sys.modules.get("transformers.activations")
+    if acts is None:
+        return {}
+    gelu = [
+        (getattr(acts, name), lambda m, bw, ap=ap: GELU(ap, backward=bw))
+        for name, ap in TRANSFORMERS_GELU.items()
+        if hasattr(acts, name)
+    ]
+    silu = [(acts.SiLUActivation, lambda m, bw: SiLU(backward=bw))]
+    return {"gelu": gelu, "silu": silu if hasattr(acts, "SiLUActivation") else []}
+
 
 def replace_activations(
     model: nn.Module, kinds=KINDS, *, backward: str = "default"
@@ -194,8 +226,11 @@ def replace_activations(
     of the given ``kinds`` inside ``model`` (in place) by this package's module; return how
     many modules of each kind were replaced (shared instances count once and stay shared, as
     in ``replace_gelu``). An ``nn.Softplus`` with a beta or threshold other than the defaults
-    is left as it is (not counted). Only those module types are matched, never functional
-    calls (``torch.sigmoid`` inside a forward) or subclasses of this package's modules."""
+    is left as it is (not counted). Hugging Face transformers' GELU and SiLU activation
+    classes count as "gelu" and "silu" (``TRANSFORMERS_GELU``: each to the GELU form it
+    computes) when transformers is loaded. Only module types are matched, never functional
+    calls (``torch.sigmoid`` inside a forward: ``turbogelu.patch()`` reaches those) or
+    subclasses of this package's modules."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"replace_activations expects an nn.Module, got {type(model).__name__}")
     if isinstance(kinds, str):
@@ -210,15 +245,18 @@ def replace_activations(
         raise ValueError(f"replace_activations: unknown kind(s) {bad}; choose from {KINDS}")
     ops._check_backward("replace_activations", backward)
     ours = (GELU, SiLU, Sigmoid, Tanh, Softplus)
+    hf = _transformers_replacements()
+    matchers = [
+        (kind, *pair) for kind in kinds for pair in [_REPLACEMENTS[kind], *hf.get(kind, [])]
+    ]
     counts = {k: 0 for k in kinds}
     replacement: dict[int, nn.Module] = {}
     for parent in model.modules():
         for name, child in list(parent._modules.items()):
             if child is None or isinstance(child, ours):
                 continue
-            for kind in kinds:
-                cls, make = _REPLACEMENTS[kind]
-                if type(child) is cls or isinstance(child, cls):
+            for kind, cls, make in matchers:
+                if isinstance(child, cls):
                     if id(child) not in replacement:
                         new = make(child, backward)
                         if new is None:
