@@ -11,7 +11,7 @@ from turbogelu import _compile_cache, ops  # noqa: F401  (ops: the import that t
 
 
 def test_importing_the_ops_tags_the_compile_caches():
-    tag = _compile_cache.source_tag()
+    tag = _compile_cache.source_tag(extra=_compile_cache.programs_bytes())
     assert tag.startswith("turbogelu-") and len(tag) == len("turbogelu-") + 16
     assert tag in torch.compiler.config.cache_key_tag.split("|")
 
@@ -38,3 +38,12 @@ def test_a_user_tag_is_kept():
         assert config.cache_key_tag == f"mine|{tag}"
     finally:
         config.cache_key_tag = before
+
+
+def test_the_tag_follows_the_extensions_programs():
+    """The lowerings write the kernels' constants into compiled code: the tag changes with
+    them (a program of the table changed by one ulp here)."""
+    programs = _compile_cache.programs_bytes()
+    assert b"gelu_none" in programs and b"softplus" in programs
+    changed = programs.replace(b"coefficients=(", b"coefficients=(1e-45 + ", 1)
+    assert _compile_cache.source_tag(extra=changed) != _compile_cache.source_tag(extra=programs)

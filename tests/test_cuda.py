@@ -1480,6 +1480,45 @@ def test_compile_fullgraph_on_cuda(dynamo_reset):
     assert_same_bits(compiled(x), f(x))
 
 
+@needs_gpu
+@cuda_only
+def test_compiled_ops_on_cuda_are_the_kernels(dynamo_reset):
+    """Triton (issue 37): every op, tier and part compiled on the GPU in one program (the calls
+    of tests/test_inductor.py), lowered where Inductor's Triton fma is a fused one (no op call
+    in the generated code; otherwise the opaque op, with a warning), with the bits of the
+    eager CUDA kernels on float32 inputs (the accuracy report's grid and the wide sample)."""
+    pytest.importorskip("triton")
+    from test_inductor import CALLS, _all, _inputs
+    from torch._inductor.utils import run_and_get_code
+
+    from turbogelu import _inductor
+
+    inputs = tuple(t.to(DEVICE) for t in _inputs(torch.float32))
+    got, code = run_and_get_code(torch.compile(_all, fullgraph=True), *inputs)
+    lowered = _inductor.lowered_on("cuda")
+    assert ("torch.ops.turbogelu" in "".join(code)) != lowered, f"lowered: {lowered}"
+    want = _all(*inputs)
+    for (label, _), a, w in zip(CALLS, got, want, strict=True):
+        assert_same_bits(a.cpu(), w.cpu(), f"{label} (lowered: {lowered})")
+
+
+@needs_gpu
+@cuda_only
+def test_a_compiled_chain_on_cuda_is_one_triton_kernel(dynamo_reset):
+    pytest.importorskip("triton")
+    from torch._inductor.utils import run_and_get_code
+
+    from turbogelu import _inductor
+
+    def chain(x, b):
+        return turbogelu.silu(x + b) * 2.0
+
+    x = torch.linspace(-8, 8, 1 << 20, device=DEVICE)
+    _, code = run_and_get_code(torch.compile(chain, fullgraph=True), x, x.flip(0))
+    if _inductor.lowered_on("cuda"):
+        assert "".join(code).count("@triton.jit") == 1 and "tl.fma(" in "".join(code)
+
+
 # ================================================================== the GPU benchmark, faked
 
 

@@ -44,15 +44,19 @@ FUNCTIONS: dict[str, type] = {}
 
 
 def _schema_call(op, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """The op's positional arguments and keyword-only ones with every default filled in (the
-    dispatcher drops arguments equal to their defaults)."""
+    """The op's positional arguments (those passed by name moved into place) and keyword-only
+    ones, with every default filled in (the dispatcher drops arguments equal to their
+    defaults; Inductor passes some positional ones by name)."""
     pos, kw = list(args), dict(kwargs)
     for i, a in enumerate(op._schema.arguments):
         if a.kwarg_only:
             if a.name not in kw and a.has_default_value():
                 kw[a.name] = a.default_value
-        elif i >= len(pos) and a.has_default_value():
-            pos.append(a.default_value)
+        elif i >= len(pos):
+            if a.name in kw:
+                pos.append(kw.pop(a.name))
+            elif a.has_default_value():
+                pos.append(a.default_value)
     return tuple(pos), kw
 
 

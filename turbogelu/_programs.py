@@ -61,61 +61,118 @@ def program(row: str, tier: str = "accurate", part: str = "forward") -> Program:
     return Program(FORMS[form], y, w, clamp, scale, below, above, tuple(c[:n]))
 
 
-def _fma(a, b, c):
-    return a * b + c
+def every_program() -> dict:
+    """{(row, tier, part): Program} for every row of the kernels' table."""
+    from . import _table
+
+    rows = [o.name for o in _table.GELU] + [o.name for o in _table.OPS]
+    return {
+        (row, tier, part): program(row, tier, part)
+        for row in rows
+        for tier in _table.TIERS
+        for part in ("forward", "direct", "matched")
+    }
 
 
-def _horner(z, coefficients, fma):
-    p = torch.full_like(z, coefficients[-1])
+class Torch:
+    """The operations ``evaluate`` runs, as PyTorch's eager operations on tensors (autograd
+    flows through them; the multiply-adds unfused). turbogelu/_inductor.py has the same
+    operations for Inductor's generated code, with true fused multiply-adds."""
+
+    @staticmethod
+    def const(v: float, like):
+        return torch.full_like(like, v)
+
+    mul = staticmethod(torch.mul)
+    add = staticmethod(torch.add)
+    abs = staticmethod(torch.abs)
+    gt = staticmethod(torch.gt)
+    lt = staticmethod(torch.lt)
+    where = staticmethod(torch.where)
+    copysign = staticmethod(torch.copysign)
+
+    @staticmethod
+    def fma(a, b, c):
+        return a * b + c
+
+    @staticmethod
+    def clamp(x, lo: float, hi: float):
+        return x.clamp(lo, hi)
+
+    @staticmethod
+    def rint(t):
+        """t rounded to an integer, half to even (the magic-number addition's rounding),
+        detached: n is piecewise constant. Returns (n, a handle pow2 takes)."""
+        n = torch.round(t).detach()
+        return n, n
+
+    @staticmethod
+    def pow2(n, handle):
+        """(2^floor(n/2), 2^(n - floor(n/2))): two factors, so that neither overflows."""
+        half = torch.floor(n * 0.5)
+        return torch.exp2(half), torch.exp2(n - half)
+
+
+TORCH = Torch()
+
+
+def _horner(z, coefficients, B):
+    p = B.const(coefficients[-1], z)
     for c in reversed(coefficients[:-1]):
-        p = fma(p, z, c)
+        p = B.fma(p, z, B.const(c, z))
     return p
 
 
-def _exp2(p: Program, x: torch.Tensor, fma) -> torch.Tensor:
-    """2^x: xc = x clamped to the window, n = rint(xc) (rint(xc - 1/2) for Exp2Floor), f =
-    xc - n, P(f) 2^floor(n/2) 2^ceil(n/2) (two factors, so that neither overflows)."""
-    lo, hi = _EXP2_LIMITS[torch.float64 if x.dtype == torch.float64 else torch.float32]
-    xc = x.clamp(lo, hi)
-    t = xc - 0.5 if p.form == "Exp2Floor" else xc
-    n = torch.round(t).detach()  # round half to even, as the magic-number addition
-    f = fma(n, -1.0, xc)
-    half = torch.floor(n * 0.5)
-    return _horner(f, p.coefficients, fma) * torch.exp2(half) * torch.exp2(n - half)
+def _exp2(p: Program, x, B, wide: bool):
+    """2^x (family_eval.h's exp2_eval): xc = x clamped to the window, n = rint(xc) (rint(xc -
+    1/2) for Exp2Floor), f = xc - n by an FMA, P(f) times 2^n in two halves."""
+    lo, hi = _EXP2_LIMITS[torch.float64 if wide else torch.float32]
+    xc = B.clamp(x, lo, hi)
+    t = B.add(xc, B.const(-0.5, xc)) if p.form == "Exp2Floor" else xc
+    n, handle = B.rint(t)
+    f = B.fma(n, B.const(-1.0, n), xc)
+    low, high = B.pow2(n, handle)
+    return B.mul(B.mul(_horner(f, p.coefficients, B), low), high)
 
 
-def evaluate(p: Program, x: torch.Tensor, fma=_fma) -> torch.Tensor:
-    """``p`` at ``x`` (float32 or float64; family_eval.h's family_eval)."""
+def evaluate(p: Program, x, B=TORCH, wide: bool | None = None):
+    """``p`` at ``x`` in the operations of ``B`` (family_eval.h's family_eval, step for step):
+    float32 or float64 tensors with the default ``B``; ``wide``: x is float64 (taken from x's
+    dtype for tensors)."""
+    if wide is None:
+        wide = x.dtype == torch.float64
     if p.form.startswith("Exp2"):
-        return _exp2(p, x, fma)
-    v = x * x if p.y else x.abs()
-    poly = _horner(fma(v, p.scale, -1.0), p.coefficients, fma)
+        return _exp2(p, x, B, wide)
+    v = B.mul(x, x) if p.y else B.abs(x)
+    poly = _horner(B.fma(v, B.const(p.scale, v), B.const(-1.0, v)), p.coefficients, B)
+    half = B.const(0.5, x)
     if p.form == "HalfPlusOdd":
-        r = fma(x, poly, 0.5)
+        r = B.fma(x, poly, half)
     elif p.form == "Odd":
-        r = x * poly
+        r = B.mul(x, poly)
     elif p.form == "XHalfPlusEven":
-        r = x * fma(x, poly, 0.5)
+        r = B.mul(x, B.fma(x, poly, half))
     elif p.form in ("XHalfPlus", "XHalfPlusNonNeg"):
-        r = x * 0.5 + poly
+        r = B.add(B.mul(x, half), poly)
     elif p.form == "HalfPlusSigned":
-        r = 0.5 + torch.copysign(poly, x)
+        r = B.add(half, B.copysign(poly, x))
     else:  # Even
         r = poly
+    zero = B.const(0.0, x)
     if p.form in ("XHalfPlusNonNeg", "HalfPlusSigned"):
-        r = torch.where(r < 0, torch.zeros_like(r), r)  # the floor at +0; NaN passes
+        r = B.where(B.lt(r, zero), zero, r)  # the floor at +0; NaN passes
     if p.w:
-        outside = v > p.clamp * p.clamp
+        outside = B.gt(v, B.const(p.clamp * p.clamp, v))
     else:
-        outside = (x.abs() if p.y else v) > p.clamp
-    positive = x > 0
+        outside = B.gt(B.abs(x) if p.y else v, B.const(p.clamp, x))
+    positive = B.gt(x, zero)
     if p.form in ("XHalfPlusEven", "XHalfPlus"):
-        tail = torch.where(positive, x, torch.full_like(x, -0.0))
+        tail = B.where(positive, x, B.const(-0.0, x))
     elif p.form == "XHalfPlusNonNeg":
-        tail = torch.where(positive, x, torch.full_like(x, p.below))
+        tail = B.where(positive, x, B.const(p.below, x))
     else:
-        tail = torch.where(positive, torch.full_like(x, p.above), torch.full_like(x, p.below))
-    return torch.where(outside, tail, r)
+        tail = B.where(positive, B.const(p.above, x), B.const(p.below, x))
+    return B.where(outside, tail, r)
 
 
 def _horner_with_derivative(z, coefficients):

@@ -54,7 +54,7 @@ import math
 
 import torch
 
-from . import _autograd, _table
+from . import _autograd, _inductor, _table
 from ._checks import DTYPES as DTYPES
 from ._checks import check_args as _check_args
 from ._checks import check_cap as _check_cap
@@ -441,6 +441,9 @@ for _key in ("CUDA", "MPS"):
 # Every op's derivatives in reverse and forward mode and its batching rule (after the fake
 # kernels, which the Functions' traces call).
 _autograd.install()
+# Under torch.compile, the ops' programs written into Inductor's generated code (fused with
+# their neighbours), registered when Inductor loads.
+_inductor.install()
 
 
 # ---------------------------------------------------- public functions: GELU and the CPU switches

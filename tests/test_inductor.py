@@ -1,0 +1,261 @@
+"""The ops under torch.compile (turbogelu/_inductor.py): their programs lowered into Inductor's
+generated code, fused with their neighbours.
+
+- The private APIs it relies on, pinned for torch 2.14.1: the lowerings are registered when
+  Inductor loads (whichever is imported first), and a torch without them gets a warning and
+  the opaque ops.
+- A compiled chain is one generated C++ kernel, with true fused multiply-adds and no call of
+  the op.
+- Bits: every op, tier and part (forward, both backwards, the from-output formulas) compiled
+  gives the bits of the eager polynomial kernels on every bfloat16 and float16 input and on
+  the float32 grid of the accuracy report (linspace(-6, 6, 1_000_001)) with the op tests'
+  wide sample, and in float64 on that grid. On an AVX-512 CPU eager runs the cells program
+  by default, the compiled code the polynomial: other bits within the same bounds, which the
+  polynomial's own tests prove.
+- Autograd through a compiled chain; export keeps the named ops (test_autograd_modes.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import HALF_DTYPES, ROOT, assert_same_bits
+from op_rows import exp2_float32_sample, float32_sample
+from torch._inductor.utils import run_and_get_code
+
+import turbogelu
+from turbogelu import _inductor, _table
+from turbogelu import ops as tops
+
+OPS = torch.ops.turbogelu
+CAP = 3.0
+PARTS = ("direct", "matched")
+
+
+def _calls():
+    """(label, function of (x, xe, g, b)) for every op, tier and part: x the input (xe exp2's),
+    g a gradient, b swiglu's second input."""
+    calls = []
+    for ap in ("none", "tanh"):
+        calls.append((f"gelu {ap}", lambda x, xe, g, b, ap=ap: OPS.gelu(x, ap)))
+        for part in PARTS:
+            calls.append(
+                (
+                    f"gelu {ap} {part}",
+                    lambda x, xe, g, b, a=ap, p=part: OPS.gelu_backward(g, x, a, p),
+                )  # fmt: skip
+            )
+    for row in _table.OPS:
+        n = row.name
+        for tier in row.tiers:
+            if row.kind == "Gated":
+                calls.append((f"{n} {tier}", lambda x, xe, g, b, t=tier: OPS.swiglu(x, b, tier=t)))
+                for part in PARTS:
+                    for i in (0, 1):
+                        calls.append((f"{n} {tier} {part} {i}", lambda x, xe, g, b, t=tier, p=part,
+                                      i=i: OPS.swiglu_backward(g, x, b, p, t)[i]))  # fmt: skip
+                continue
+            scaled = (CAP,) if row.kind == "Scaled" else ()
+            fwd, bwd = getattr(OPS, n), getattr(OPS, f"{n}_backward")
+
+            def arg(x, xe, n=n):
+                return xe if n == "exp2" else x
+
+            calls.append((f"{n} {tier}", lambda x, xe, g, b, f=fwd, t=tier, s=scaled, a=arg: f(
+                a(x, xe), *s, tier=t)))  # fmt: skip
+            for part in PARTS:
+                calls.append((f"{n} {tier} {part}", lambda x, xe, g, b, f=bwd, t=tier, p=part,
+                              s=scaled, a=arg: f(g, a(x, xe), *s, p, t)))  # fmt: skip
+            if row.from_output:
+                fo = getattr(OPS, f"{n}_backward_from_output")
+                # on y = the input itself (every value, the floor's |q| > 1 too): a y computed
+                # in the same graph stays float32 there, where eager rounds it first
+                calls.append((f"{n} {tier} from output", lambda x, xe, g, b, fo=fo, s=scaled,
+                              a=arg: fo(g, a(x, xe), *s)))  # fmt: skip
+    return calls
+
+
+CALLS = _calls()
+
+
+def _all(x, xe, g, b):
+    return tuple(fn(x, xe, g, b) for _, fn in CALLS)
+
+
+def _inputs(dtype: torch.dtype):
+    if dtype in HALF_DTYPES:  # every 16-bit value
+        x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+        xe = x
+    else:
+        grid = np.linspace(-6, 6, 1_000_001).astype(np.float32)
+        x = torch.from_numpy(np.concatenate([grid, float32_sample()])).to(dtype)
+        xe = torch.from_numpy(np.concatenate([grid, exp2_float32_sample()]))[: x.numel()]
+        xe = torch.cat([xe, torch.zeros(x.numel() - xe.numel())]).to(dtype)
+    gen = torch.Generator().manual_seed(7)
+    g = (torch.randn(x.numel(), generator=gen) * 2).to(dtype)
+    b = (torch.randn(x.numel(), generator=gen) * 2).to(dtype)
+    return x, xe, g, b
+
+
+# float64 (the same program in double, also bit for bit) compiles a fourth program: ~15 s, slow
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.bfloat16, torch.float16, torch.float32,
+     pytest.param(torch.float64, marks=pytest.mark.slow)],
+    ids=str,
+)  # fmt: skip
+def test_compiled_ops_give_the_polynomial_kernels_bits(dtype):
+    """One compiled program of every call (Inductor lowers each op; none stays a call) against
+    the eager polynomial kernels, bit for bit."""
+    torch._dynamo.reset()
+    inputs = _inputs(dtype)
+    got, code = run_and_get_code(torch.compile(_all, fullgraph=True), *inputs)
+    assert "torch.ops.turbogelu" not in "".join(code), "an op stayed an opaque call"
+    with tops.use_cpu_kernel("poly"):
+        want = _all(*inputs)
+    for (label, _), a, w in zip(CALLS, got, want, strict=True):
+        assert_same_bits(a, w, f"{label} {dtype}")
+
+
+def _chain(x, b):
+    return turbogelu.gelu(x + b) * 2.0
+
+
+def test_a_compiled_chain_is_one_fused_kernel():
+    """gelu(x + b) * 2 compiles to one C++ kernel (Inductor's name lists the fused ops) with
+    fused multiply-adds (vectorised: at::vec's fmadd) and no call of the op; its value is the
+    eager chain's."""
+    torch._dynamo.reset()
+    x = torch.linspace(-8, 8, 4099)
+    b = torch.linspace(1, -1, 4099)
+    got, code = run_and_get_code(torch.compile(_chain, fullgraph=True), x, b)
+    source = "".join(code)
+    kernels = [line for line in source.splitlines() if "async_compile.cpp_pybinding" in line]
+    assert len(kernels) == 1 and "cpp_fused_add_gelu_mul" in kernels[0], kernels
+    assert "fmadd(" in source and "torch.ops.turbogelu" not in source
+    with tops.use_cpu_kernel("poly"):
+        assert_same_bits(got, _chain(x, b))
+
+
+def test_autograd_through_a_compiled_chain():
+    """Forward and backward of a compiled block: both lowered (no op call in either graph's
+    code), the gradients the eager polynomial kernels' bits."""
+    torch._dynamo.reset()
+
+    def block(x, b):
+        return turbogelu.swiglu(turbogelu.silu(x + b), x, backward="direct").sum()
+
+    x = torch.linspace(-7, 7, 1031, requires_grad=True)
+    b = torch.linspace(2, -2, 1031, requires_grad=True)
+    compiled = torch.compile(block, fullgraph=True)
+    _, code = run_and_get_code(lambda: torch.autograd.grad(compiled(x, b), (x, b)))
+    got = torch.autograd.grad(compiled(x, b), (x, b))
+    assert "torch.ops.turbogelu" not in "".join(code)
+    with tops.use_cpu_kernel("poly"):
+        want = torch.autograd.grad(block(x, b), (x, b))
+    for a, w in zip(got, want, strict=True):
+        assert_same_bits(a, w)
+
+
+def test_chains_in_16_bit_hold_the_bound():
+    """In a bfloat16 chain Inductor keeps x + b in float32 (eager rounds it to bfloat16
+    first), so the compiled chain may differ from the eager one by that rounding (at most an
+    ulp of x + b, eps |x + b|) carried through GELU (slope <= 1.13), and by the result's own
+    rounding (an ulp of it; the chain's * 2 is exact)."""
+    torch._dynamo.reset()
+    x = torch.linspace(-8, 8, 8192).bfloat16()
+    b = torch.linspace(0.3, -0.7, 8192).bfloat16()
+    got = torch.compile(_chain, fullgraph=True)(x, b).double()
+    with tops.use_cpu_kernel("poly"):
+        want = _chain(x, b).double()
+    eps = torch.finfo(torch.bfloat16).eps
+    bound = 2 * 1.13 * eps * (x.double() + b.double()).abs() + eps * want.abs()
+    assert ((got - want).abs() <= bound).all()
+    assert (got != want).any()  # the roundings do differ somewhere
+
+
+# ------------------------------------------------------------------ the private APIs
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_lowerings_are_registered_whichever_loads_first():
+    """Importing turbogelu does not import Inductor (seconds): the import hook registers the
+    lowerings when Inductor loads (a fresh process), and install() registers them at once
+    where it already has (this one)."""
+    code = "; ".join(
+        [
+            "import sys, torch, turbogelu.ops",
+            "print('torch._inductor' in sys.modules)",
+            "import torch._inductor.lowering as L",
+            "print(len([k for k in L.user_lowerings if 'turbogelu' in str(k)]))",
+        ]
+    )
+    assert _run(code).split() == ["False", str(len(_inductor.lowerings()))]
+    import torch._inductor.lowering as lowering
+
+    lowering.user_lowerings.pop(OPS.gelu.default)
+    _inductor.install()
+    assert OPS.gelu.default in lowering.user_lowerings
+
+
+def test_a_torch_without_the_apis_keeps_the_opaque_ops():
+    """No user_lowerings, or an fma that is a multiply and an add: a warning, no lowering, and a
+    cache tag of its own (a graph compiled with the opaque ops never comes back from the cache
+    to a process that lowers them, nor the other way). Nothing is compiled here: that would
+    put such a graph in the shared cache."""
+    import torch._inductor.lowering as lowering
+    import torch.compiler.config as compiler_config
+
+    class OldLowering:  # no user_lowerings
+        pass
+
+    class Unfused:
+        class fma:  # noqa: N801 (an OverridesData's shape)
+            cpp = staticmethod(lambda a, b, c: f"{a} * {b} + {c}")
+            cppvec = cpp
+            triton = cpp
+
+        pointwise_overrides_data = {"fma": fma}
+
+    before = compiler_config.cache_key_tag
+    try:
+        with pytest.warns(RuntimeWarning, match="the ops stay opaque calls"):
+            assert _inductor.register(OldLowering()) is False
+        with pytest.warns(RuntimeWarning, match="does not write a fused multiply-add for cpu"):
+            assert _inductor.register(lowering, common=Unfused) is False
+        assert not _inductor.lowered_on("cpu")
+        assert "turbogelu-lowered-cpu0-cuda0" in compiler_config.cache_key_tag.split("|")
+    finally:
+        assert _inductor.register(lowering)
+        compiler_config.cache_key_tag = before
+    assert _inductor.lowered_on("cpu") and _inductor.lowered_on("cuda")
+    assert "turbogelu-lowered-cpu1-cuda1" in compiler_config.cache_key_tag.split("|")
+
+
+def test_the_code_generators_fma_is_fused():
+    """ops.fma is a fused multiply-add in the C++ scalar and vector code and in Triton's (the
+    lowerings' premise: Inductor compiles its C++ with -ffp-contract=off, so a multiply and an
+    add would round twice): the generators' spellings and the table register() reads."""
+    from torch._inductor.codegen import common, cpp, triton
+
+    assert cpp.CppOverrides.fma("a", "b", "c") == "std::fma(a, b, c)"
+    assert cpp.CppVecOverrides.fma("a", "b", "c") == "fmadd(a, b, c)"
+    assert triton.TritonOverrides.fma("a", "b", "c") == "tl.fma(a, b, c)"
+    assert _inductor.fused_fma(common) == {"cpu": True, "cuda": True}
+
+
+def test_export_and_eager_keep_the_ops():
+    """torch.export keeps the named op; eager calls the hand-written kernel (on an AVX-512 CPU
+    the cells program, whose bits differ from the compiled polynomial's)."""
+    ep = torch.export.export(torch.nn.Sequential(turbogelu.GELU()), (torch.randn(8),))
+    assert "torch.ops.turbogelu.gelu.default" in ep.graph_module.code
