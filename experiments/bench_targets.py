@@ -90,6 +90,70 @@ FAMILY_SPEEDUPS: dict[str, dict[str, float]] = {
 FAMILY_PYTORCH = "torch eager"
 
 
+# The compiled targets (issue 37, item 5), on the rows of experiments.bench_compiled (one
+# thread, 1M elements, interleaved medians):
+# * every function and dtype: turbogelu compiled <= PyTorch compiled (alone);
+# * the MLP block (forward and backward) compiled with turbogelu's activation <= with
+#   PyTorch's;
+# * the bias chain f(x + b) compiled: where Inductor's code is AVX-512, <= COMPILED_CHAIN_SLACK
+#   x the same chain without the activation (the cells program costs about a copy there);
+#   elsewhere (AVX2: the polynomial is compute-bound) faster than the compiled chain with
+#   PyTorch's activation and than the eager chain with turbogelu's.
+COMPILED_CHAIN_SLACK = 1.10
+
+
+def _by_method(rows: Sequence[dict], chain: str) -> dict[tuple, dict[str, dict]]:
+    groups: dict[tuple, dict[str, dict]] = {}
+    for r in rows:
+        if r.get("bench") == "compiled" and r.get("chain") == chain:
+            groups.setdefault((r["function"], r["dtype"]), {})[r["method"]] = r
+    return groups
+
+
+def compiled_targets(rows: Sequence[dict]) -> list[dict]:
+    """One entry per compiled target and group: what is compared, the ratio, the bound, met."""
+    out = []
+
+    def add(target, function, dtype, num, den, bound, strict=False, isa=None):
+        if num is None or den is None:
+            return
+        ratio = num["p50_us"] / den["p50_us"]
+        met = ratio < bound if strict else ratio <= bound
+        out.append({"target": target, "function": function, "dtype": dtype, "ratio": ratio,
+                    "bound": bound, "strict": strict, "met": met, "vec_isa": isa,
+                    "us": num["p50_us"], "against_us": den["p50_us"],
+                    "against": den["method"]})  # fmt: skip
+
+    for (function, dtype), g in sorted(_by_method(rows, "alone").items()):
+        add("alone: turbogelu compiled / torch compiled", function, dtype,
+            g.get("turbogelu compiled"), g.get("torch compiled"), 1.0)  # fmt: skip
+    for (function, dtype), g in sorted(_by_method(rows, "block").items()):
+        add("block: turbogelu compiled / torch compiled", function, dtype,
+            g.get("turbogelu compiled"), g.get("torch compiled"), 1.0)  # fmt: skip
+    for (function, dtype), g in sorted(_by_method(rows, "bias").items()):
+        ours = g.get("turbogelu compiled")
+        isa = (ours or {}).get("vec_isa") or ""
+        if isa.startswith("avx512"):
+            add("bias chain: turbogelu compiled / no activation compiled", function, dtype,
+                ours, g.get("no activation compiled"), COMPILED_CHAIN_SLACK, isa=isa)  # fmt: skip
+        else:
+            add("bias chain: turbogelu compiled / torch compiled", function, dtype, ours,
+                g.get("torch compiled"), 1.0, strict=True, isa=isa)  # fmt: skip
+            add("bias chain: turbogelu compiled / turbogelu eager", function, dtype, ours,
+                g.get("turbogelu eager"), 1.0, strict=True, isa=isa)  # fmt: skip
+    return out
+
+
+def render_compiled(targets: Sequence[dict]) -> list[str]:
+    """The compiled targets as a Markdown table."""
+    lines = ["| target | function | dtype | ratio | bound | met |", "|---|---|---|---:|---:|---|"]
+    for t in targets:
+        bound = ("< " if t["strict"] else "<= ") + f"{t['bound']:.2f}"
+        lines.append(f"| {t['target']} | {t['function']} | {t['dtype']} | {t['ratio']:.2f} | "
+                     f"{bound} | {'yes' if t['met'] else 'NO'} |")  # fmt: skip
+    return lines
+
+
 def _us(t: float | None) -> str:
     if t is None:
         return "-"

@@ -117,6 +117,12 @@ def _cmd_bench(args) -> int:
     return bench_cli.main(args)
 
 
+def _cmd_bench_compiled(args) -> int:
+    from . import bench_compiled
+
+    return bench_compiled.run_args(args)
+
+
 def _cmd_sweep(args) -> int:
     from . import sweep
 
@@ -402,6 +408,16 @@ def main(argv=None) -> int:
 
     add_arguments(b)
     b.set_defaults(func=_cmd_bench)
+
+    bc = sub.add_parser(
+        "bench-compiled",
+        help="time PyTorch's and turbogelu's activations under torch.compile, alone and in "
+        "chains, and an MLP block (experiments/bench_compiled.py)",
+    )
+    from .bench_compiled import add_arguments as add_compiled_arguments
+
+    add_compiled_arguments(bc)
+    bc.set_defaults(func=_cmd_bench_compiled)
 
     d = sub.add_parser(
         "data",

@@ -5,7 +5,8 @@ Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its 
 1. ``table2``   the paper's Table 2 (``results/table2.json``; quick: no floors, no Sollya)
 2. ``accuracy`` exhaustive bf16/fp16 + dense float32 report of each shipped spec
 3. ``bench``    the benchmark, GELU's parts and the activation family's
-   (``results/bench.jsonl``; quick: ``--quick``)
+   (``results/bench.jsonl``; quick: ``--quick``), and the compiled rows
+   (``results/bench_compiled.jsonl``, experiments.bench_compiled)
 4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
    ``llm``      the language-model tasks' protocols (``results/llm_*.json``; quick: ``--quick``)
 5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
@@ -78,7 +79,8 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
                 "results/bench.jsonl",
                 "--plots",
                 "results/bench",
-            )
+            ),
+            _py("bench-compiled", *q, "--out", "results/bench_compiled.jsonl"),
         ],  # fmt: skip
         "mnist": [_py("mnist", "all", *q)],
         "llm": [_py("llm", "all", *q)],

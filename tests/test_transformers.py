@@ -140,6 +140,7 @@ def test_generation_eager(name):
     assert torch.equal(got[:, :TOKENS], want[:, :TOKENS])
 
 
+@pytest.mark.slow  # 27 s of compiling on two cores (make test-all runs it)
 def test_generation_compiled_with_the_patch():
     """The LLaMA-style model's forward compiled with fullgraph=True (no graph break) under
     patch(), and greedy generation runs: its tokens are those of the eager patched model."""
