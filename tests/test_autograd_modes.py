@@ -350,3 +350,23 @@ def test_export_keeps_the_named_ops():
     for name in ("gelu", "silu", "softcap"):
         assert f"torch.ops.turbogelu.{name}.default" in graph, graph
     assert "autograd_function" not in graph
+
+
+def test_efficientnet_b0_trains_after_replacement():
+    """torchvision's efficientnet_b0 holds nn.SiLU(inplace=True) (49 of them): after
+    replace_activations a training step runs (it failed: the replacement called silu_, which
+    refuses autograd) and moves the weights; test_family_api.py checks its logits."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.efficientnet_b0(weights=None).train()
+    counts = turbogelu.replace_activations(model)
+    assert counts["silu"] == 49 and all(
+        m.inplace for m in model.modules() if isinstance(m, turbogelu.SiLU)
+    )
+    x, labels = torch.randn(2, 3, 64, 64), torch.tensor([3, 7])
+    before = model.classifier[1].weight.detach().clone()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.nn.functional.cross_entropy(model(x), labels).backward()
+    opt.step()
+    assert model.features[0][0].weight.grad.isfinite().all()
+    assert not torch.equal(model.classifier[1].weight, before)
