@@ -269,6 +269,9 @@ def run(
             timings = time_interleaved(variants, rounds, CALLS, warmup=2)
             records += summarize(variants, timings, CALLS)
             bar.update()
+            if progress and bar.bar is None:  # no terminal: a line per group
+                print(f"compiled rows: {function} {dtype} ({bar.done}/{len(groups)})",
+                      file=sys.stderr, flush=True)  # fmt: skip
         if block:
             torch._dynamo.reset()
             variants = block_variants()
@@ -297,8 +300,7 @@ def run_args(args: argparse.Namespace) -> int:
     block = not (args.quick or args.no_block)
     rounds = 5 if args.quick else ROUNDS
     chains = ("alone", "bias") if args.quick else CHAINS
-    records = run(functions, rounds=rounds, block=block, chains=chains,
-                  progress=sys.stderr.isatty())  # fmt: skip
+    records = run(functions, rounds=rounds, block=block, chains=chains, progress=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w") as f:
         for r in records:

@@ -59,8 +59,9 @@ def test_reproduce_shows_the_benchmark_progress():
     from experiments import reproduce
 
     for quick in (True, False):
-        (cmd,) = reproduce.steps(quick)["bench"]
-        assert cmd[3] == "bench" and "--no-progress" not in cmd
+        cmds = reproduce.steps(quick)["bench"]
+        assert [c[3] for c in cmds] == ["bench", "bench-compiled"]
+        assert all("--no-progress" not in c for c in cmds)
 
 
 BAD_SPECS = {
