@@ -187,6 +187,93 @@ def test_chains_in_16_bit_hold_the_bound():
     assert (got != want).any()  # the roundings do differ somewhere
 
 
+def _softmax_cases():
+    """(x, dim): rows of at least and under the kernel's 128 (its two loops), a strided dim,
+    and the special rows: a NaN, all -inf, a +inf, all equal."""
+    gen = torch.Generator().manual_seed(11)
+    cases = [(torch.randn(48, 1000, generator=gen) * 8, -1), (torch.randn(300, 7, generator=gen)
+             * 8, 0), (torch.randn(6, 40, 33, generator=gen) * 30, 1)]  # fmt: skip
+    special = torch.randn(5, 9, generator=gen)
+    special[0, 3] = float("nan")
+    special[1] = -float("inf")
+    special[2, 4] = float("inf")
+    special[3] = 2.5
+    return cases + [(special, -1)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_compiled_softmax_is_within_the_sum_order_bound(dtype):
+    """softmax lowers around the exp2 program with Inductor's reductions: e = exp2(fl(fl(x -
+    m) log2 e)) is the kernel's, bit for bit, but Inductor sums e in its own order. Both sums
+    of n positive terms lie within (n - 1) u of the exact one (u = 2^-24), fl(1/s) and the
+    product round once each: float32 results within (2 (n - 1) + 4) u relative of the eager
+    kernel's. For n <= 1000 that is under half a 16-bit ulp, so 16-bit results are within one
+    ulp (one rounding each of float32 values that close). NaNs where eager has them."""
+    torch._dynamo.reset()
+    for x, dim in _softmax_cases():
+        x = x.to(dtype)
+        got, code = run_and_get_code(torch.compile(lambda s, d=dim: turbogelu.softmax(s, d),
+                                                   fullgraph=True), x)  # fmt: skip
+        assert "torch.ops.turbogelu" not in "".join(code)
+        with tops.use_cpu_kernel("poly"):
+            want = turbogelu.softmax(x, dim)
+        assert torch.equal(got.isnan(), want.isnan()), dim
+        ok = ~want.isnan()
+        g, w = got[ok], want[ok]
+        if dtype == torch.float32:
+            n = x.shape[dim]
+            bound = (2 * (n - 1) + 4) * 2.0**-24
+            assert ((g.double() - w.double()).abs() <= bound * w.double()).all(), dim
+        else:  # all positive: the bit patterns order as the values
+            ulps = (g.view(torch.int16).int() - w.view(torch.int16).int()).abs()
+            assert int(ulps.max()) <= 1, dim
+
+
+def test_attention_scores_fuse_softcap_and_softmax():
+    """softmax(softcap(s)) along the keys compiles to one C++ kernel with no op call (the
+    reductions and the two programs in one pass over the scores)."""
+    torch._dynamo.reset()
+    s = torch.randn(4, 128, 128) * 40
+    got, code = run_and_get_code(torch.compile(lambda s: turbogelu.softmax(
+        turbogelu.softcap(s, 30.0), -1), fullgraph=True), s)  # fmt: skip
+    source = "".join(code)
+    kernels = [line for line in source.splitlines() if "async_compile.cpp_pybinding" in line]
+    assert len(kernels) == 1 and "torch.ops.turbogelu" not in source, kernels
+    with tops.use_cpu_kernel("poly"):
+        want = turbogelu.softmax(turbogelu.softcap(s, 30.0), -1)
+    assert ((got - want).abs() <= (2 * 127 + 4) * 2.0**-24 * want).all()
+
+
+INPLACE = {
+    "gelu_": lambda x: turbogelu.gelu_(x, "tanh"),
+    "sigmoid_": turbogelu.sigmoid_,
+    "tanh_": turbogelu.tanh_,
+    "silu_": turbogelu.silu_,
+    "exp2_": turbogelu.exp2_,
+    "softplus_": turbogelu.softplus_,
+    "softcap_": lambda x: turbogelu.softcap_(x, CAP),
+}
+
+
+@pytest.mark.parametrize("name", list(INPLACE))
+def test_in_place_functions_lower_under_compile(name):
+    """Under torch.compile the in-place functions are x.copy_(op(x)) (ops.py), lowered with no
+    op call: x holds the eager polynomial kernels' bits, the result is x; a tensor that
+    requires grad is refused as in eager."""
+    torch._dynamo.reset()
+    f = INPLACE[name]
+    x = torch.linspace(-8, 8, 4099)
+    y = x.clone()
+    out, code = run_and_get_code(torch.compile(lambda v: f(v) * 1.0, fullgraph=True), y)
+    assert "torch.ops.turbogelu" not in "".join(code)
+    with tops.use_cpu_kernel("poly"):
+        want = f(x.clone())
+    assert_same_bits(y, want, name)
+    assert_same_bits(out, want, name)
+    with pytest.raises(RuntimeError, match=f"turbogelu.{name}: the in-place"):
+        torch.compile(f)(torch.ones(3, requires_grad=True))
+
+
 # ------------------------------------------------------------------ the private APIs
 
 

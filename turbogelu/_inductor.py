@@ -9,9 +9,12 @@ kernels/include/turbogelu/family_eval.h, with true fused multiply-adds. So the c
 gives the bits of the eager polynomial kernels (``use_cpu_kernel("poly")``; CUDA and Metal
 run only that program), in every dtype (16-bit data widened, computed in float32 and rounded
 once, as the kernels do). Where eager runs the cells program (AVX-512 CPUs by default), the
-compiled code still runs the polynomial: other bits, the same bounds. The mutating forms
-(out=, in place) and softmax stay calls of the op. torch.export does not lower: it keeps the
-named ops; eager keeps the hand-written kernels.
+compiled code still runs the polynomial: other bits, the same bounds. softmax is lowered
+around the exp2 program with Inductor's reductions (its sum in Inductor's order, within a
+stated bound of the kernel's; the CPU only, where the op has a kernel). The mutating ops
+(out=, in place) stay calls, but the package's in-place functions (gelu_, silu_, ...) become
+``x.copy_(op(x))`` under torch.compile (ops.py), which is lowered. torch.export does not
+lower: it keeps the named ops; eager keeps the hand-written kernels.
 
 Private APIs of torch (checked on torch 2.14.1 by tests/test_inductor.py): the dictionary
 ``torch._inductor.lowering.user_lowerings``, ``make_pointwise`` and ``ops``, and ``ops.fma``,
@@ -239,10 +242,51 @@ def lowerings() -> dict:
         builds[f"{row.name}_backward"] = _backward(row.name)
         if row.from_output:
             builds[f"{row.name}_backward_from_output"] = _from_output(row.name)
-    return {
+    made = {
         getattr(_ops, name).default: _lowering(getattr(_ops, name).default, build)
         for name, build in builds.items()
     }
+    made[_ops.softmax.default] = _softmax
+    return made
+
+
+# log2(e) rounded to float32, as the softmax kernels hold it (family_loops.h's kSoftmaxLog2e)
+LOG2E = _f32(1.4426950408889634)
+
+
+def _softmax(x, dim=-1, *, tier="accurate"):
+    """softmax(x, dim) as the CPU kernel computes it (family_loops.h), in float32: m = amax
+    along dim, e = exp2(fl(fl(x - m) log2(e))) by the exp2 op's program, s = the sum of e,
+    y = e fl(1/s), rounded once to x's dtype. Built from Inductor's own lowerings (the
+    reductions and the broadcasting arithmetic) around the exp2 program, so that it fuses
+    with what produces the scores (a softcap) and what consumes them. Not the kernel's bits:
+    Inductor sums in its own order (the kernel's is fixed; tests/test_inductor.py bounds the
+    difference). None (the op is called) where the kernel would refuse (float64, 0-dim)
+    or a dimension is empty."""
+    from torch._inductor.lowering import lowerings, make_pointwise, to_dtype
+    from torch._inductor.virtualized import ops
+
+    aten = torch.ops.aten
+    dtype, device = x.get_dtype(), x.get_device()
+    kind = "cpu" if device is None else device.type
+    size = x.get_size()
+    # the CPU only: elsewhere the eager op refuses (no kernel), so compiled code does too
+    if kind != "cpu" or not _state["fma"].get(kind) or not size:
+        return None
+    if dtype not in (torch.float32, torch.float16, torch.bfloat16) or any(
+        isinstance(n, int) and n == 0 for n in size
+    ):
+        return None
+    d = dim % len(size)
+    B = Inductor(ops, False)
+    p = _programs.program("exp2", tier, "forward")
+    xf = to_dtype(x, torch.float32) if dtype != torch.float32 else x
+    m = lowerings[aten.amax.default](xf, [d], True)
+    t = lowerings[aten.mul.Tensor](lowerings[aten.sub.Tensor](xf, m), LOG2E)
+    e = make_pointwise(lambda v: _programs.evaluate(p, v, B, False))(t)
+    s = lowerings[aten.sum.dim_IntList](e, [d], True)
+    y = lowerings[aten.mul.Tensor](e, lowerings[aten.reciprocal.default](s))
+    return y if dtype == torch.float32 else to_dtype(y, dtype)
 
 
 # ---------------------------------------------------------------- fused multiply-adds

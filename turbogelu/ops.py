@@ -466,10 +466,25 @@ def gelu(x: torch.Tensor, approximate: str = "none", *, backward: str = "default
     return _autograd.call("gelu", x, approximate, backward=backward)
 
 
+def _compiled_inplace(name: str, x: torch.Tensor, compute) -> torch.Tensor:
+    """An in-place function under torch.compile: ``x.copy_(the out-of-place op)``, which
+    Inductor lowers into one loop that writes x (the in-place op itself would stay an opaque
+    call); the same values as the out-of-place op compiled, and the eager form's refusal of
+    autograd."""
+    if x.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(
+            f"turbogelu.{name}: the in-place / out= form does not support autograd (an input "
+            "requires grad); use the functional form, or run under torch.no_grad()"
+        )
+    return x.copy_(compute())
+
+
 def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """In-place polynomial GELU (no autograd: refuses a tensor that requires grad)."""
     _check_tensor(x, "gelu_")
     _check_args(approximate)
+    if torch.compiler.is_compiling():
+        return _compiled_inplace("gelu_", x, lambda: _ops.gelu(x, approximate))
     _ops.gelu_(x, approximate)
     return x
 
@@ -732,6 +747,8 @@ def _inplace(name: str):
 
     def fn(x: torch.Tensor, tier: str = "accurate") -> torch.Tensor:
         _check_tensor(x, f"{name}_")
+        if torch.compiler.is_compiling():
+            return _compiled_inplace(f"{name}_", x, lambda: getattr(_ops, name)(x, tier=tier))
         op(x, tier)
         return x
 
@@ -751,6 +768,8 @@ def softcap_(x: torch.Tensor, cap: float, tier: str = "accurate") -> torch.Tenso
     """In-place softcap (no autograd)."""
     _check_tensor(x, "softcap_")
     _check_cap_type(cap, "softcap_")
+    if torch.compiler.is_compiling():
+        return _compiled_inplace("softcap_", x, lambda: _ops.softcap(x, float(cap), tier=tier))
     _ops.softcap_(x, float(cap), tier)
     return x
 
