@@ -12,7 +12,8 @@ first round. Records carry ``bench="compiled"``, ``function``, ``chain``, ``dtyp
     bias      f(x + b)                    torch compiled, turbogelu compiled, turbogelu eager,
                                           and "no activation compiled" (x + b itself)
     residual  r + f(x)                    as bias (GELU and SiLU)
-    softmax   softmax(softcap(s, 30))     rows of 1024 scores (softcap; torch's softmax)
+    softmax   softmax(softcap(s, 30))     rows of 1024 scores (softcap; torch's softmax, and
+                                          "turbogelu softmax compiled": the package's own)
     block     Linear(1024, 4096) -> f -> Linear(4096, 1024) on 2048 tokens, forward and
               backward: torch / turbogelu, eager / compiled (GELU, float32)
 
@@ -105,6 +106,8 @@ def group_variants(
     always)."""
     import torch
 
+    import turbogelu
+
     dt = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(3)
     x = (torch.randn(size, generator=gen) * 3).to(dt)
@@ -149,6 +152,12 @@ def group_variants(
                 ("softmax", "torch compiled", _bind(_compile(softmax_of(theirs)), s)),
                 ("softmax", "turbogelu compiled", _bind(_compile(softmax_of(ours)), s)),
                 ("softmax", "turbogelu eager", _bind(softmax_of(ours), s)),
+                # the package's softmax too (lowered around the exp2 program)
+                (
+                    "softmax",
+                    "turbogelu softmax compiled",
+                    _bind(_compile(lambda s: turbogelu.softmax(ours(s), -1)), s),
+                ),  # fmt: skip
             ]
     isa = vec_isa()
     calls = max(1, min(CALLS, (1 << 22) // size))
@@ -295,7 +304,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_args(args: argparse.Namespace) -> int:
-    """The command (``python -m experiments bench-compiled``): run, write, print the targets."""
+    """The command (``python -m experiments bench-compiled``): run, write the rows and their
+    targets (``bench_targets.evaluate``), print the targets."""
     functions = args.functions or (QUICK_FUNCTIONS if args.quick else FUNCTIONS)
     block = not (args.quick or args.no_block)
     rounds = 5 if args.quick else ROUNDS
@@ -305,9 +315,12 @@ def run_args(args: argparse.Namespace) -> int:
     with args.out.open("w") as f:
         for r in records:
             f.write(json.dumps(r) + "\n")
-    from .bench_targets import compiled_targets, render_compiled
+    from . import bench_targets
 
-    print("\n".join(render_compiled(compiled_targets(records))))
+    # the targets table of these rows, beside them (results/bench_compiled_targets.json)
+    result = bench_targets.evaluate(records)
+    bench_targets.write(result, bench_targets.json_path(args.out))
+    print(bench_targets.render(result))
     return 0
 
 

@@ -416,14 +416,15 @@ def evaluate_family(rows: Sequence[dict]) -> dict:
 
 
 def evaluate(rows: Iterable[dict]) -> dict:
-    """Both targets and the baseline checks of ``rows`` (one run's), as a JSON-ready dict:
+    """Every target and the baseline checks of ``rows`` (one run's), as a JSON-ready dict:
     ``protocol`` and ``dram`` (one entry per evaluated target), ``missing`` (messages),
     ``baselines`` (``baseline_checks``), ``all_met`` (every evaluated target met; None when
     nothing was evaluated), ``sound`` (no evaluated target rests on a suspect baseline or
     on fewer than ``DRAM_MIN_ROUNDS`` rounds), the constants, and the run, machine and quick
     flag of the rows. GELU's targets only: where the rows include the activation family's
     (``bench="family"``), its own verdicts are under ``family`` (``evaluate_family``), with
-    their own ``all_met``."""
+    their own ``all_met``; where they include the compiled rows (``bench="compiled"``), theirs
+    are under ``compiled`` (``compiled_targets``)."""
     rows = list(rows)
     proto, missing = protocol_targets(rows)
     dram, missing_dram = dram_targets(rows)
@@ -456,6 +457,12 @@ def evaluate(rows: Iterable[dict]) -> dict:
     }
     if any(r.get("bench") == "family" for r in rows):
         result["family"] = evaluate_family(rows)
+    if any(r.get("bench") == "compiled" for r in rows):
+        compiled = compiled_targets(rows)
+        result["compiled"] = {
+            "targets": compiled,
+            "all_met": all(t["met"] for t in compiled) if compiled else None,
+        }
     return result
 
 
@@ -475,14 +482,19 @@ def render(result: dict, heading: bool = True) -> str:
     lines = ["## Targets", ""] if heading else []
     if result.get("quick"):
         lines.append("A QUICK run: few rounds of small batches, not a verdict on the targets.")
-    family = result.get("family")
+    family, compiled = result.get("family"), result.get("compiled")
     gelu = result["protocol"] or result["dram"] or result["baselines"]["checked"]
-    if gelu or family is None:
+    if gelu or (family is None and compiled is None):
         _render_gelu(result, lines)
     if family is not None:
         if lines and lines[-1]:
             lines.append("")
         lines += render_family(family)
+    if compiled is not None:
+        if lines and lines[-1]:
+            lines.append("")
+        lines += ["Under torch.compile (one thread; the chain bound by Inductor's instruction "
+                  "set):", ""] + render_compiled(compiled["targets"])  # fmt: skip
     return "\n".join(lines)
 
 

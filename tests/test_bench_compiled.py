@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import turbogelu
 from experiments import bench_compiled as bc
 from experiments import bench_targets as bt
 from turbogelu import ops as tops
@@ -41,6 +42,12 @@ def test_the_timed_calls_compute_what_they_say():
                                        rtol=0, atol=2e-6)  # fmt: skip
             theirs = variants[f"{chain} torch compiled"].fn()
             torch.testing.assert_close(ours, theirs, rtol=0, atol=3e-5 * bc.CAP)
+        # the package's softmax compiled: the kernel's but for its sum's order (rows of 1024:
+        # tests/test_inductor.py's bound)
+        got = variants["softmax turbogelu softmax compiled"].fn()
+        x = torch.randn(8192, generator=torch.Generator().manual_seed(3)) * 3  # group_variants'
+        want = turbogelu.softmax(turbogelu.softcap(x.reshape(-1, bc.SCORES[1]), bc.CAP), -1)
+        assert ((got - want).abs() <= (2 * (bc.SCORES[1] - 1) + 4) * 2.0**-24 * want).all()
 
 
 def _row(function, chain, method, us, dtype="float32", isa="avx2"):
@@ -76,6 +83,23 @@ def test_targets_on_made_up_rows():
     assert t[("block", "gelu", "torch compiled")]["met"]  # equal times meet "<="
     lines = bt.render_compiled(bt.compiled_targets(rows))
     assert lines[0].startswith("| target |") and any("NO" in line for line in lines)
+    # the targets table of a compiled run: its verdicts alone, not GELU's missing protocol
+    result = bt.evaluate(rows)
+    assert result["compiled"]["targets"] == bt.compiled_targets(rows)
+    assert result["compiled"]["all_met"] is False
+    text = bt.render(result)
+    assert "Under torch.compile" in text and "Protocol" not in text and "| tanh |" in text
+
+
+def test_the_command_writes_the_rows_and_their_targets(tmp_path, capsys):
+    out = tmp_path / "bench_compiled.jsonl"
+    assert bc.main(["--quick", "--functions", "swiglu", "--no-block", "--out", str(out)]) == 0
+    import json
+
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    targets = json.loads((tmp_path / "bench_compiled_targets.json").read_text())
+    assert targets["compiled"]["targets"] == bt.compiled_targets(rows)
+    assert "| alone: turbogelu compiled / torch compiled | swiglu |" in capsys.readouterr().out
 
 
 def test_unknown_functions_are_refused():
