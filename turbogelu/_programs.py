@@ -125,9 +125,24 @@ def _horner(z, coefficients, B):
 
 def _exp2(p: Program, x, B, wide: bool):
     """2^x (family_eval.h's exp2_eval): xc = x clamped to the window, n = rint(xc) (rint(xc -
-    1/2) for Exp2Floor), f = xc - n by an FMA, P(f) times 2^n in two halves."""
-    lo, hi = _EXP2_LIMITS[torch.float64 if wide else torch.float32]
-    xc = B.clamp(x, lo, hi)
+    1/2) for Exp2Floor), f = xc - n by an FMA, P(f) times 2^n in two halves.
+
+    A backend with ``select_window`` (Inductor's) reduces x itself and selects the program's
+    values at the window's ends where x is beyond them: the same value for every x (inside
+    the window the clamp is the identity; NaN compares false both ways and stays NaN), with
+    the selects off the chain that every element waits on (see _inductor.Inductor)."""
+    working = torch.float64 if wide else torch.float32
+    lo, hi = _EXP2_LIMITS[working]
+    if not getattr(B, "select_window", False):
+        return _exp2_reduced(p, B.clamp(x, lo, hi), B)
+    at_lo, at_hi = _exp2_reduced(p, torch.tensor([lo, hi], dtype=working), TORCH).tolist()
+    r = _exp2_reduced(p, x, B)
+    r = B.where(B.lt(x, B.const(lo, x)), B.const(at_lo, x), r)
+    return B.where(B.gt(x, B.const(hi, x)), B.const(at_hi, x), r)
+
+
+def _exp2_reduced(p: Program, xc, B):
+    """exp2's program after the clamp: xc = n + f, P(f) 2^n."""
     t = B.add(xc, B.const(-0.5, xc)) if p.form == "Exp2Floor" else xc
     n, handle = B.rint(t)
     f = B.fma(n, B.const(-1.0, n), xc)
