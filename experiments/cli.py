@@ -271,6 +271,16 @@ def _cmd_table2(args) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    if not args.no_sollya:
+        from turbogelu.approx import methods
+
+        if methods.sollya_available():
+            log(f"Sollya {methods.sollya_version() or '(version unknown)'}: the control column")
+        else:
+            log(
+                "Sollya is not on PATH: Table 2's Sollya column is left empty (Debian/Ubuntu: "
+                "apt-get install sollya; elsewhere: https://www.sollya.org)"
+            )
     res = table2.evaluate(rows, floors=not args.no_floors, sollya=not args.no_sollya, log=log)
     text = table2.render_markdown(res)
     print(text, end="")

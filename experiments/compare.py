@@ -183,6 +183,11 @@ def collect(results_dir: Path) -> dict[str, float]:
                 for part in ("same", "same_ls", "ls", "best"):
                     if part in row:  # a reference from before the same-form fits lacks two
                         figs[f"table2.{row['name']}.{part}"] = row[part]["max_abs_error"]
+                for part in ("same_sollya", "sollya"):  # the control, named by its version
+                    sol = row.get(part, {})
+                    if "max_abs_error" in sol and sol.get("sollya_version"):
+                        name = f"table2.{row['name']}.{part}@sollya-{sol['sollya_version']}"
+                        figs[name] = sol["max_abs_error"]
         elif stem.startswith("accuracy_"):
             figs[f"{stem}.dense.max_abs"] = data["dense"]["max_abs"]
             figs[f"{stem}.dense.mean_abs"] = data["dense"]["mean_abs"]
@@ -341,9 +346,9 @@ def compare(
         if name not in new:
             if _PER_ISA.search(name) and isas is None:
                 isas = cpu_isas()
-            isa = _not_runnable_here(name, isas)
-            if isa:
-                out["not_here"].append((name, isa))
+            why = _not_runnable_here(name, isas)
+            if why:
+                out["not_here"].append((name, why))
             elif cls != TIME:
                 out["missing"].append((name, cls))
             continue
@@ -372,13 +377,22 @@ def cpu_isas() -> list[str]:
         return []
 
 
+# Table 2's Sollya control, named by the Sollya version that made it (collect): compared bit
+# for bit (to FLOAT64_RTOL) with a run of the same version only, since fpminimax's choices
+# change between versions; another version's figures are new ones, not differences
+_SOLLYA = re.compile(r"@sollya-(.+)$")
+
+
 def _not_runnable_here(name: str, isas: list[str] | None) -> str | None:
-    """The instruction set a per-ISA figure needs when this CPU lacks it, else None: the
-    replay check of an ISA can only run where the ISA does (an AVX2-only CPU cannot make
-    the reference's avx512 figures)."""
+    """Why a reference figure the run lacks could not be made here, else None: the replay
+    check of an ISA can only run where the ISA does (an AVX2-only CPU cannot make the
+    reference's avx512 figures); a Sollya figure only with that Sollya version."""
     m = _PER_ISA.search(name)
     if m and isas is not None and m.group(1) not in isas:
-        return m.group(1)
+        return f"this CPU cannot run {m.group(1)}"
+    m = _SOLLYA.search(name)
+    if m:
+        return f"made by Sollya {m.group(1)}, which this run did not have"
     return None
 
 
@@ -405,8 +419,8 @@ def render(res: dict) -> str:
             lines.append(f"  DIFFERS [{how}] {name}: {n!r} (reference {r!r})")
     for name, cls in res["missing"]:
         lines.append(f"  MISSING [{cls}] {name}")
-    for name, isa in res.get("not_here", []):
-        lines.append(f"  not measurable here (this CPU cannot run {isa}): {name}")
+    for name, why in res.get("not_here", []):
+        lines.append(f"  not measurable here ({why}): {name}")
     times = res["times"]
     if times:
         lines.append(f"time figures ({len(times)}; never fail; new / reference, machines above):")

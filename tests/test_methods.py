@@ -7,6 +7,7 @@ with ``fractions.Fraction``."""
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from fractions import Fraction
 
@@ -461,6 +462,19 @@ def test_sollya_missing_is_a_clear_error(monkeypatch):
     assert not methods.sollya_available()
     with pytest.raises(RuntimeError, match="sollya is not installed"):
         methods.sollya_fpminimax("exp(x)", [0, 1, 2], "float32", (0.0, 1.0))
+
+
+def test_sollya_version_from_its_banner(tmp_path):
+    """The version from Sollya's banner, None where there is no program or no version."""
+    fake = tmp_path / "sollya"
+    fake.write_text("#!/bin/sh\necho 'This is sollya 8.0 connected to a regular file.'\n")
+    fake.chmod(0o755)
+    assert methods.sollya_version(str(fake)) == "8.0"
+    fake.write_text("#!/bin/sh\necho 'something else'\n")
+    assert methods.sollya_version(str(fake)) is None
+    assert methods.sollya_version(str(tmp_path / "absent")) is None
+    if methods.sollya_available():  # the installed one says its version
+        assert re.fullmatch(r"[0-9][\w.]*", methods.sollya_version())
 
 
 @pytest.mark.skipif(not methods.sollya_available(), reason="the sollya program is not installed")

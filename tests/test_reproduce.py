@@ -337,7 +337,8 @@ def test_a_per_isa_figure_this_cpu_cannot_make_is_said_not_failed(tmp_path, monk
     new = _write_run(tmp_path / "new")
     monkeypatch.setattr(compare, "cpu_isas", lambda: ["avx2", "scalar"])
     res = compare.compare(new, ref, TOL)
-    assert not compare.failed(res) and res["not_here"] == [(f"{NB}.{name}", "avx512")]
+    assert not compare.failed(res)
+    assert res["not_here"] == [(f"{NB}.{name}", "this CPU cannot run avx512")]
     assert "cannot run avx512" in compare.render(res)
     monkeypatch.setattr(compare, "cpu_isas", lambda: ["avx512", "avx2", "scalar"])
     assert compare.compare(new, ref, TOL)["missing"] == [(f"{NB}.{name}", "exact")]
@@ -346,7 +347,33 @@ def test_a_per_isa_figure_this_cpu_cannot_make_is_said_not_failed(tmp_path, monk
     ref = _write_run(tmp_path / "ref10", extra={fam: 0})
     monkeypatch.setattr(compare, "cpu_isas", lambda: ["avx2", "scalar"])
     res = compare.compare(_write_run(tmp_path / "new10"), ref, TOL)
-    assert not compare.failed(res) and res["not_here"] == [(f"{NB}.{fam}", "avx512bf16")]
+    assert not compare.failed(res)
+    assert res["not_here"] == [(f"{NB}.{fam}", "this CPU cannot run avx512bf16")]
+
+
+def _with_sollya(d, version, err=5.5e-3):
+    """A run whose table2.json has the Sollya control of one row, made by ``version``."""
+    rows = json.loads((d / "table2.json").read_text())
+    sol = {"max_abs_error": err, "sollya_version": version}
+    rows[0]["same_sollya"] = sol
+    (d / "table2.json").write_text(json.dumps(rows))
+    return d
+
+
+def test_sollya_figures_are_exact_within_one_sollya_version_only(tmp_path):
+    name = "table2.GELU D5.same_sollya@sollya-8.0"
+    ref = _with_sollya(_write_run(tmp_path / "ref"), "8.0")
+    same = compare.compare(_with_sollya(_write_run(tmp_path / "a"), "8.0"), ref, TOL)
+    assert not compare.failed(same) and name in [c[0] for c in same["checked"]]
+    off = compare.compare(_with_sollya(_write_run(tmp_path / "b"), "8.0", 5.6e-3), ref, TOL)
+    assert compare.failed(off) and _bad(off) == [name]
+    # another version, or none: said, not failed; the other version's figure is a new one
+    other = compare.compare(_with_sollya(_write_run(tmp_path / "c"), "9.1", 5.6e-3), ref, TOL)
+    assert not compare.failed(other) and other["new"] == [name.replace("8.0", "9.1")]
+    assert other["not_here"] == [(name, "made by Sollya 8.0, which this run did not have")]
+    none = compare.compare(_write_run(tmp_path / "d"), ref, TOL)
+    assert not compare.failed(none) and [n for n, _ in none["not_here"]] == [name]
+    assert "which this run did not have" in compare.render(none)
 
 
 def test_tolerances_command_refuses_an_unknown_variant_or_part(capsys):

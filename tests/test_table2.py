@@ -296,3 +296,27 @@ def test_full_table_with_floors():
     assert set(c["paper_sollya_below_floor"]) == SOLLYA_BELOW_FLOOR
     text = table2.render_markdown(res)
     assert text.count("\n| ") >= 2 * len(ROWS) + 4
+
+
+def test_the_table_says_which_sollya_made_its_column_or_why_none():
+    made = {"max_abs_error": 5.5e-3, "sollya_version": "8.0"}
+    assert table2.sollya_note([{"same_sollya": made, "sollya": made}]) == (
+        "Sollya column: Sollya 8.0."
+    )
+    absent = {"skipped": "sollya is not installed (no 'sollya' on PATH)"}
+    assert "not run: sollya is not installed" in table2.sollya_note([{"same_sollya": absent}])
+    assert "--no-sollya" in table2.sollya_note([{"name": "GELU D5"}])
+    mixed = table2.sollya_note([{"same_sollya": made, "sollya": {"skipped": "timed out"}}])
+    assert mixed == "Sollya column: Sollya 8.0. Some rows failed: timed out."
+
+
+def test_the_command_says_when_sollya_is_absent(monkeypatch, capsys, tmp_path):
+    """make reproduce's table2 step says in its log that the column is empty and how to
+    install Sollya, and the table's legend says why (issue 38, item 6)."""
+    from experiments import cli as ecli
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    md = tmp_path / "t2.md"
+    assert ecli.main(["table2", "--rows", "GELU D5", "--no-floors", "--md", str(md)]) == 0
+    assert "Sollya is not on PATH" in capsys.readouterr().err
+    assert "Sollya column not run: sollya is not installed" in md.read_text()

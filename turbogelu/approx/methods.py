@@ -30,7 +30,13 @@ from .coefficient_search import RoundedSearch, neighbours, search_rounded
 from .least_squares import endpoint_ls, irls, least_squares
 from .linear_form import Basis, Target, Weight, evaluate, max_error, sample_points
 from .remez import RemezResult, alternations, remez
-from .sollya import SOLLYA_FORMATS, SollyaResult, sollya_available, sollya_fpminimax
+from .sollya import (
+    SOLLYA_FORMATS,
+    SollyaResult,
+    sollya_available,
+    sollya_fpminimax,
+    sollya_version,
+)
 
 __all__ = [
     "SOLLYA_FORMATS",
@@ -52,4 +58,5 @@ __all__ = [
     "search_rounded",
     "sollya_available",
     "sollya_fpminimax",
+    "sollya_version",
 ]

@@ -4,6 +4,7 @@ cross-check, never an exact reference)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -22,6 +23,21 @@ SOLLYA_FORMATS = {"float64": "D", "float32": "SG", "float16": "HP", "bfloat16": 
 def sollya_available() -> bool:
     """Whether the ``sollya`` program is on PATH."""
     return shutil.which("sollya") is not None
+
+
+def sollya_version(executable: str | None = None) -> str | None:
+    """The installed Sollya's version ("8.0" from "This is sollya 8.0 ..."), or None where
+    it is not installed or says no version. fpminimax's lattice reduction and Remez steps
+    change between versions, so its coefficients are compared only within one version."""
+    exe = executable or shutil.which("sollya")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"\bsollya\s+([0-9][\w.]*)", proc.stdout + proc.stderr, re.IGNORECASE)
+    return m.group(1) if m else None
 
 
 @dataclass

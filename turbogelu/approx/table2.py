@@ -359,6 +359,7 @@ def sollya_control(cfg: Config, timeout: float = 120.0) -> dict:
     return {
         "max_abs_error": float(model(np.array(ps.coefficients))),
         "sollya_window_estimate": float(res.error),
+        "sollya_version": methods.sollya_version(),
         "clamp": cfg.clamp,
         "coefficients": [float(c) for c in ps.coefficients],
     }
@@ -602,11 +603,26 @@ LEGEND = (
 )
 
 
+def sollya_note(results: Sequence[dict]) -> str:
+    """Which Sollya made the control column, or why it is empty (not installed, failed, or
+    not asked for)."""
+    runs = [r[k] for r in results for k in ("same_sollya", "sollya") if k in r]
+    versions = sorted({str(v.get("sollya_version")) for v in runs if "max_abs_error" in v})
+    skipped = sorted({v["skipped"] for v in runs if "skipped" in v})
+    if versions:
+        note = f"Sollya column: Sollya {', '.join(versions)}."
+        return note + (f" Some rows failed: {'; '.join(skipped)}." if skipped else "")
+    if skipped:
+        return f"Sollya column not run: {'; '.join(skipped)}."
+    return "Sollya column not run (not asked for: --no-sollya)."
+
+
 def render_markdown(results: Sequence[dict]) -> str:
     """The headline, then the paper's forms (same programs), then the different programs
     (the LS column at a larger form, the better forms), then the floors of other forms.
     Errors x1e-3; "coef. / deg.": coefficients and degree in x; ops: module docstring."""
-    lines = [headline(results), "", LEGEND, "", "**Same program as the paper's row**:", ""]
+    legend = f"{LEGEND} {sollya_note(results)}"
+    lines = [headline(results), "", legend, "", "**Same program as the paper's row**:", ""]
     lines += [
         "| row | paper's form (our reading) | coef. / deg. | jump at 0 | ops | paper LS | "
         "ours, endpoint LS | paper Sollya | ours, remez+search (L_i, L_c) | Sollya fpminimax "
@@ -680,6 +696,7 @@ __all__ = [
     "render_markdown",
     "same_program",
     "sollya_control",
+    "sollya_note",
     "structure",
     "verdict",
 ]
