@@ -90,6 +90,13 @@ def test_quick_run_records_figures(quick_runs, stem):
         assert (tmp / "figures" / stem / p.rsplit("/", 1)[-1]).is_file()
     executed = nbformat.read(tmp / f"{stem}.ipynb", as_version=4)
     assert any(c.get("outputs") for c in executed.cells if c.cell_type == "code")
+    if stem == "07_polynomial_family":  # the paper's Figures 4 and 5, which the paper shows
+        for d in (3, 4, 5, 6):
+            for part in ("forward", "backward"):
+                for kind in ("bf16_program", "real_arithmetic"):
+                    assert 0 < figures[f"gelu_d{d}_{kind}_{part}_max_abs"] < 0.1
+        for part in ("forward", "backward"):
+            assert (tmp / "figures" / stem / f"gelu_{part}_bfloat16.png").is_file()
 
 
 def test_record_checks_figures(tmp_path):
