@@ -127,6 +127,16 @@ def _table2(results: _Results) -> str:
     return table2.render_markdown(results["table2"]._data)
 
 
+def _table8(results: _Results) -> str:
+    """The source paper's Table 8 (fits of 2^f on [0, 1]) as notebook 10 reproduced it."""
+    from turbogelu.approx import exp2
+
+    rows = results["nb10"]._data.get("table8")
+    if rows is None:
+        raise Missing("nb10.table8 (notebook 10 from before Table 8: run it again)")
+    return exp2.render_table8(rows)
+
+
 def sweep_name(quick: bool) -> str:
     """The default sweep's folder under ``results/sweeps/`` in each mode (``sweep.out_dir``)."""
     return "default_quick" if quick else "default"
@@ -225,6 +235,7 @@ def _llm_tasks(results: _Results) -> str:
 # Generated tables: name -> function of the results namespace, returning Markdown.
 TABLES: dict[str, Callable[[_Results], str]] = {
     "table2": _table2,
+    "table8": _table8,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,
     "table3": _table3,

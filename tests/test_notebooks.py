@@ -97,6 +97,11 @@ def test_quick_run_records_figures(quick_runs, stem):
                     assert 0 < figures[f"gelu_d{d}_{kind}_{part}_max_abs"] < 0.1
         for part in ("forward", "backward"):
             assert (tmp / "figures" / stem / f"gelu_{part}_bfloat16.png").is_file()
+    if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
+        assert len(data["table8"]) == 7
+        key = "table8_d2_least_squares"
+        ours, paper = figures[f"{key}_max_rel"], figures[f"{key}_paper_max_rel"]
+        assert abs(ours - paper) <= 1e-3 * paper  # the paper rounds to four digits
 
 
 def test_record_checks_figures(tmp_path):

@@ -222,3 +222,17 @@ def _png() -> bytes:
     ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
     idat = zlib.compress(b"\x00\x00")
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def test_table8_comes_from_notebook_10(results):
+    """The source paper's Table 8 as notebook 10 recorded it, with its figures; a notebook 10
+    result from before Table 8 is a clear Missing naming it (issue 38, item 4)."""
+    from turbogelu.approx import exp2
+
+    rows = exp2.table8(n=2001, samples=513)
+    (results / "10_activation_family.json").write_text(json.dumps({"table8": rows}))
+    f = paper.fill("{{ table: table8 }}", results)
+    assert "| D1 | endpoint constrained |" in f.text and "6.148e-02" in f.text
+    (results / "10_activation_family.json").write_text(json.dumps({"figures": {}}))
+    with pytest.raises(paper.Missing, match="nb10.table8"):
+        paper.fill("{{ table: table8 }}", results)
