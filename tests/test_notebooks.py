@@ -97,6 +97,18 @@ def test_quick_run_records_figures(quick_runs, stem):
                     assert 0 < figures[f"gelu_d{d}_{kind}_{part}_max_abs"] < 0.1
         for part in ("forward", "backward"):
             assert (tmp / "figures" / stem / f"gelu_{part}_bfloat16.png").is_file()
+        # Figure 2: the paper's point is on the grid, the grid's best under the constraint
+        # is no worse there, and each replay is measured
+        assert (figures["fig2_paper_fit_interval"], figures["fig2_paper_clamp"]) == (5.0, 5.28125)
+        best, at_paper = (figures[f"fig2_d4_sigmoid_{k}_max_abs"] for k in ("best", "at_paper"))
+        assert 0 < best <= at_paper < 0.1
+        assert (
+            figures["fig2_d4_sigmoid_best_clamp"]
+            <= figures["fig2_d4_sigmoid_best_fit_interval"] + 1
+        )
+        for k in ("fp64_fit", "bf16_coefficients", "bf16_split", "bf16_fma"):
+            assert 0 < figures[f"fig2_d4_sigmoid_{k}_max_abs"] < 0.1
+        assert (tmp / "figures" / stem / "figure2_sigmoid_d4.png").is_file()
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
         assert len(data["table8"]) == 7
         key = "table8_d2_least_squares"
