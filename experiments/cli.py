@@ -117,10 +117,14 @@ def _cmd_bench(args) -> int:
     return bench_cli.main(args)
 
 
-def _cmd_bench_compiled(args) -> int:
-    from . import bench_compiled
+def _module_command(sub, name: str, module: str, text: str) -> None:
+    """A command whose module has ``add_arguments(parser)`` and ``run_args(args)``."""
+    import importlib
 
-    return bench_compiled.run_args(args)
+    mod = importlib.import_module(f".{module}", __package__)
+    p = sub.add_parser(name, help=text)
+    mod.add_arguments(p)
+    p.set_defaults(func=mod.run_args)
 
 
 def _cmd_sweep(args) -> int:
@@ -419,15 +423,14 @@ def main(argv=None) -> int:
     add_arguments(b)
     b.set_defaults(func=_cmd_bench)
 
-    bc = sub.add_parser(
-        "bench-compiled",
-        help="time PyTorch's and turbogelu's activations under torch.compile, alone and in "
-        "chains, and an MLP block (experiments/bench_compiled.py)",
-    )
-    from .bench_compiled import add_arguments as add_compiled_arguments
-
-    add_compiled_arguments(bc)
-    bc.set_defaults(func=_cmd_bench_compiled)
+    for name, module, text in (
+        ("bench-compiled", "bench_compiled", "time PyTorch's and turbogelu's activations under "
+         "torch.compile, alone and in chains, and an MLP block (experiments/bench_compiled.py)"),
+        ("bench-paper", "bench_paper", "the source paper's Table 4 (B1-B4 at its shapes) and "
+         "Tables 9-10 (attention with each softmax: time and error) on this CPU "
+         "(experiments/bench_paper.py)"),
+    ):  # fmt: skip
+        _module_command(sub, name, module, text)
 
     d = sub.add_parser(
         "data",

@@ -137,6 +137,17 @@ def _table8(results: _Results) -> str:
     return exp2.render_table8(rows)
 
 
+def _bench_paper(results: _Results) -> str:
+    """The source paper's Tables 4, 9 and 10 on this CPU, as notebook 11 recorded them
+    (``bench_paper.render``)."""
+    from . import bench_paper
+
+    result = results["nb11"]._data.get("bench_paper")
+    if result is None:
+        raise Missing("nb11.bench_paper (notebook 11 from before the tables: run it again)")
+    return bench_paper.render(result)
+
+
 def sweep_name(quick: bool) -> str:
     """The default sweep's folder under ``results/sweeps/`` in each mode (``sweep.out_dir``)."""
     return "default_quick" if quick else "default"
@@ -236,6 +247,7 @@ def _llm_tasks(results: _Results) -> str:
 TABLES: dict[str, Callable[[_Results], str]] = {
     "table2": _table2,
     "table8": _table8,
+    "bench_paper": _bench_paper,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,
     "table3": _table3,

@@ -6,7 +6,8 @@ Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its 
 2. ``accuracy`` exhaustive bf16/fp16 + dense float32 report of each shipped spec
 3. ``bench``    the benchmark, GELU's parts and the activation family's
    (``results/bench.jsonl``; quick: ``--quick``), and the compiled rows
-   (``results/bench_compiled.jsonl``, experiments.bench_compiled)
+   (``results/bench_compiled.jsonl``, experiments.bench_compiled), and the source paper's
+   Tables 4, 9 and 10 (``results/bench_paper.json``, experiments.bench_paper)
 4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
    ``llm``      the language-model tasks' protocols (``results/llm_*.json``; quick: ``--quick``)
 5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
@@ -81,6 +82,7 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
                 "results/bench",
             ),
             _py("bench-compiled", *q, "--out", "results/bench_compiled.jsonl"),
+            _py("bench-paper", *q, "--out", "results/bench_paper.json"),
         ],  # fmt: skip
         "mnist": [_py("mnist", "all", *q)],
         "llm": [_py("llm", "all", *q)],

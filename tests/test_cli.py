@@ -60,7 +60,7 @@ def test_reproduce_shows_the_benchmark_progress():
 
     for quick in (True, False):
         cmds = reproduce.steps(quick)["bench"]
-        assert [c[3] for c in cmds] == ["bench", "bench-compiled"]
+        assert [c[3] for c in cmds] == ["bench", "bench-compiled", "bench-paper"]
         assert all("--no-progress" not in c for c in cmds)
 
 

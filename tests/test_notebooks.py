@@ -109,6 +109,10 @@ def test_quick_run_records_figures(quick_runs, stem):
         for k in ("fp64_fit", "bf16_coefficients", "bf16_split", "bf16_fma"):
             assert 0 < figures[f"fig2_d4_sigmoid_{k}_max_abs"] < 0.1
         assert (tmp / "figures" / stem / "figure2_sigmoid_d4.png").is_file()
+    if stem == "11_llm_tasks":  # the paper's Tables 4, 9 and 10, which the paper shows
+        assert {r["task"] for r in data["bench_paper"]["table4"]} == {"B1", "B2", "B3", "B4"}
+        assert figures["speedup_table4_B1_forward_paper"] > 0
+        assert figures["speedup_table9_forward_backward_accurate"] > 0
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
         assert len(data["table8"]) == 7
         key = "table8_d2_least_squares"
