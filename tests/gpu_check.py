@@ -417,7 +417,8 @@ def gelu_ops() -> list[tuple[str, str, str]]:
 def gelu_shapes() -> dict[str, tuple[str, int, bool, str, int, bool]]:
     """The shapes of GELU's rows as family_shapes gives the family's (family.h's
     TG_GELU_SHAPE: x/2 + x^2 P and 1/2 + x Q, both in x^2, with the window decided on x^2),
-    "<fn>_accurate" (its one tier) and "<fn>_packed" (the packed bfloat16 fits), their degrees
+    "<fn>_accurate" (its own programs; its paper tier is a family program, family_shapes) and
+    "<fn>_packed" (the packed bfloat16 fits), their degrees
     from the generated gelu_coeffs.h."""
     text = (ROOT / "kernels/include/turbogelu/gelu_coeffs.h").read_text()
 

@@ -100,16 +100,17 @@ def test_swiglu_function_and_module_call_their_ops(tier, program):
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("tier", family.TIERS)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_function_and_module_call_their_ops(approximate, program):
+def test_gelu_function_and_module_call_their_ops(approximate, tier, program):
     x, g = _inputs(torch.float32)
     with tg_ops.use_cpu_kernel(program):
         for bw in BACKWARDS:
-            want_y = OPS.gelu(x, approximate)
-            want_dx = OPS.gelu_backward(g, x, approximate, bw)
+            want_y = OPS.gelu(x, approximate, tier=tier)
+            want_dx = OPS.gelu_backward(g, x, approximate, bw, tier)
             for call in (
-                lambda t, w=bw: turbogelu.gelu(t, approximate, backward=w),
-                turbogelu.GELU(approximate, backward=bw),
+                lambda t, w=bw: turbogelu.gelu(t, approximate, backward=w, tier=tier),
+                turbogelu.GELU(approximate, backward=bw, tier=tier),
             ):
                 xr = x.clone().requires_grad_()
                 y = call(xr)

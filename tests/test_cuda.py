@@ -141,25 +141,25 @@ ELEMENTS = {"float32": 4, "float64": 2, "float16": 8, "bfloat16": 8}  # per 16-b
 def _kernel_tiers(row: Row) -> tuple[str, ...]:
     """The tiers family_kernels.cu compiles a row in: every op of TG_FAMILY_OPS in both (a
     tier a function lacks holds another tier's programs: softplus's paper tier its accurate
-    ones, compiled alike and never run, the op refuses the tier), GELU's rows in the accurate
-    one."""
-    return ("accurate",) if row.approximate is not None else TIERS
+    ones, compiled alike and never run, the op refuses the tier), GELU's rows in theirs."""
+    return row.tiers if row.approximate is not None else TIERS
 
 
-def _packed_tier(row: Row) -> str | None:
-    """The tier in which turbogelu.ops.use_cuda_packed() sends bfloat16 through a packed
-    kernel, None where nothing does: GELU's rows in their one tier (their packed programs,
-    family.h's <fn>_packed_*), the family's ops in the paper tier where its forward is a
-    polynomial form (exp2's range reduction has no packed form; softplus has no paper tier to
-    call)."""
+def _packed_tiers(row: Row) -> tuple[str, ...]:
+    """The tiers in which turbogelu.ops.use_cuda_packed() sends bfloat16 through a packed
+    kernel: GELU's rows in both (the accurate tier its packed programs, family.h's
+    <fn>_packed_*; the paper tier its paper programs, as the family's), the family's ops in
+    the paper tier where its forward is a polynomial form (exp2's range reduction has no
+    packed form; softplus has no paper tier to call)."""
     if row.approximate is not None:
-        return "accurate"
+        return row.tiers
     if "paper" in row.tiers and not SHAPES[f"{FUNCTION[row.name]}_paper"][0].startswith("Exp2"):
-        return "paper"
-    return None
+        return ("paper",)
+    return ()
 
 
-PACKED_ROWS = tuple(r for r in ROWS if _packed_tier(r) is not None)
+# (row, tier) of every packed path
+PACKED_ROWS = tuple((r, t) for r in ROWS for t in _packed_tiers(r))
 
 
 def test_the_op_lists_are_the_tables():
@@ -168,7 +168,8 @@ def test_the_op_lists_are_the_tables():
     assert tuple(op for op, _, _ in FAMILY) == turbogelu.family.FUNCTIONS
     assert [(op, kind) for op, _, kind in FAMILY] == [(r.name, r.kind) for r in FAMILY_ROWS]
     assert [(op, kind) for op, _, kind in GELU] == [(r.name, r.kind) for r in GELU_ROWS]
-    assert {f"{fn}_{tier}" for _, fn, _ in FAMILY for tier in TIERS} == set(SHAPES)
+    gelu_paper = {f"{fn}_paper" for _, fn, _ in GELU}  # GELU's paper tier: family programs
+    assert {f"{fn}_{tier}" for _, fn, _ in FAMILY for tier in TIERS} | gelu_paper == set(SHAPES)
     assert set(GELU_SHAPES) == {f"{fn}_{p}" for _, fn, _ in GELU for p in ("accurate", "packed")}
     assert {k for _, _, k in FAMILY + GELU} <= set(gpu_check.FAMILY_KINDS)
     assert tuple(gpu_check.FAMILY_KINDS) == function_table.KINDS
@@ -360,10 +361,13 @@ def _expected_packed(row: Row) -> set[tuple[str, str, str]]:
     paper-tier forward is a polynomial form (family_kernels.cu's kPackable), the paper tier
     (function_paper) on bfloat16 only; softplus's too (its paper tier holds the accurate
     programs, compiled alike and never run: the ops refuse the tier); GELU's rows their packed
-    programs (function_packed). exp2's range reduction has none."""
+    programs (function_packed) and their paper tier (function_paper). exp2's range reduction
+    has none."""
     fn = FUNCTION[row.name]
     if row.approximate is not None:
-        return {(body, f"{fn}_packed", row.kind) for body in BODIES[row.kind]}
+        return {
+            (body, f"{fn}_{p}", row.kind) for body in BODIES[row.kind] for p in ("packed", "paper")
+        }
     if SHAPES[f"{fn}_paper"][0].startswith("Exp2"):
         return set()
     return {(body, f"{fn}_paper", row.kind) for body in BODIES[row.kind]}
@@ -452,17 +456,17 @@ def family_sm90_resources() -> dict[str, dict]:
 def test_family_kernels_cu_holds_the_tables_kernels_and_no_other(family_ptx, family_sm90_resources):
     """One kernel per (dtype, body, function and tier, kind) that TG_FAMILY_OPS and
     TG_GELU_OPS ask for, and the packed ones, no other: 7 ops x 2 tiers x 2 bodies x 4 dtypes
-    = 112, GELU's 2 rows x 2 bodies x 4 dtypes = 16, and 8 rows x 2 packed bodies = 16 (the
-    family's 6 polynomial ops in the paper tier, GELU's 2 rows' packed programs), today;
-    in the PTX and in ptxas's list alike."""
+    = 112, GELU's 2 rows x 2 tiers x 2 bodies x 4 dtypes = 32, and 2 packed bodies for each
+    of the family's 6 polynomial ops in the paper tier and GELU's 2 rows in both tiers (their
+    packed programs, their paper programs) = 20, today; in the PTX and in ptxas's list alike."""
     parsed, packed = _parsed(family_ptx), _packed(family_ptx)
     assert len(parsed) + len(packed) == len(family_ptx)
     kernels = set().union(*(_expected_kernels(r) for r in ROWS))
     packed_kernels = set().union(*(_expected_packed(r) for r in ROWS))
     assert set(parsed) == kernels
-    assert len(parsed) == 2 * (len(TIERS) * len(FAMILY) + len(GELU)) * len(ELEMENTS) == 128
+    assert len(parsed) == 2 * len(TIERS) * (len(FAMILY) + len(GELU)) * len(ELEMENTS) == 144
     assert set(packed) == packed_kernels
-    assert len(packed) == 2 * len(PACKABLE_ROWS) == 16
+    assert len(packed) == len(packed_kernels) == 20
     assert [r.name for r in FAMILY_ROWS if r not in PACKABLE_ROWS] == ["exp2"]
     usage = family_sm90_resources
     found = {gpu_check.family_kernel(n) for n in usage} - {None}
@@ -830,12 +834,8 @@ def _args(row: Row, x: torch.Tensor, b: torch.Tensor, cap: float) -> tuple:
 
 
 def _tier(row: Row, tier: str) -> dict:
-    """The tier argument: the family's ops take it; GELU's op has none (its rows are the
-    accurate tier)."""
-    if row.approximate is None:
-        return {"tier": tier}
-    assert tier == "accurate", (row, tier)
-    return {}
+    """The tier argument (every op takes it, GELU's too)."""
+    return {"tier": tier}
 
 
 def _caps(row: Row) -> tuple[float, ...]:
@@ -1324,7 +1324,7 @@ def test_grid_is_one_wave_of_what_fits_on_an_sm(row):
                 assert per_sm == gpu_check.blocks_per_sm(u["regs"]), (what, u)
         _forward(row, _args(row, x[:100], x[:100], cap))
         assert probe()[0] == 1  # the head and tail alone: one block
-    if (tier := _packed_tier(row)) is not None:  # the packed kernels' grid: one wave too
+    for tier in _packed_tiers(row):  # the packed kernels' grid: one wave too
         with turbogelu.ops.use_cuda_packed():
             xb = torch.randn(1 << 24, device=DEVICE, dtype=torch.bfloat16)
             _forward(row, _args(row, xb, xb, cap), tier)
@@ -1343,16 +1343,17 @@ def _same_packed(actual: torch.Tensor, expected: torch.Tensor, msg: str, zero_si
         assert torch.equal(actual[~nan], expected[~nan]), msg  # (-0.0 == 0.0 here)
 
 
-def _lab_replay(row: Row, cap: float):
+def _lab_replay(row: Row, cap: float, tier: str):
     """(forward(x, b), backward(grad, x, b, bw)) of the lab's replay of the row's packed path
-    on bfloat16 CPU tensors, as bfloat16 tensors (the backward a tuple, one per input).
-    GELU's (turbogelu/approx/packed.py): one packed backward fit for every choice of bw,
-    times grad in one rounding; the family's: turbogelu/approx/packed_family.py."""
+    in ``tier`` on bfloat16 CPU tensors, as bfloat16 tensors (the backward a tuple, one per
+    input). GELU's accurate tier (turbogelu/approx/packed.py): one packed backward fit for
+    every choice of bw, times grad in one rounding; the paper tier (the family's and GELU's
+    rows'): turbogelu/approx/packed_family.py."""
 
     def lab(values) -> torch.Tensor:
         return torch.from_numpy(values).to(torch.bfloat16)  # (exact: bfloat16 values)
 
-    if row.approximate is not None:
+    if row.approximate is not None and tier == "accurate":
         from turbogelu.approx import packed
 
         fits = {d: packed.load(row.approximate, d) for d in ("forward", "backward")}
@@ -1372,11 +1373,13 @@ def _lab_replay(row: Row, cap: float):
         gated = row.kind == "Gated"
         return (x.double().numpy(), b.double().numpy()) if gated else (x.double().numpy(),)
 
+    op = row.op if row.approximate is None else row.name  # GELU's rows by their row
+
     def forward(x, b):
-        return lab(packed_family.forward(row.op, *inputs(x, b), cap=cap))
+        return lab(packed_family.forward(op, *inputs(x, b), cap=cap))
 
     def backward(g, x, b, bw):
-        r = packed_family.backward(row.op, g.double().numpy(), *inputs(x, b), cap=cap, backward=bw)
+        r = packed_family.backward(op, g.double().numpy(), *inputs(x, b), cap=cap, backward=bw)
         return tuple(lab(v) for v in (r if isinstance(r, tuple) else (r,)))
 
     return forward, backward
@@ -1395,26 +1398,25 @@ def test_exp2_has_no_packed_path():
 
 @needs_gpu
 @cuda_only
-@pytest.mark.parametrize("row", PACKED_ROWS, ids=str)
-def test_packed_bf16_is_the_lab_replay(row):
+@pytest.mark.parametrize(("row", "tier"), PACKED_ROWS, ids=str)
+def test_packed_bf16_is_the_lab_replay(row, tier):
     """With turbogelu.ops.use_cuda_packed() the packed path (GELU's rows; the family's paper
     tier) on bfloat16 gives, for every input (as x, as a for SwiGLU with b random; aligned, at
     an odd offset, with a tail), the bits of the lab's replay of packed bfloat16 arithmetic
     (_lab_replay, whose errors tests/test_packed.py and test_packed_family.py bound): forward,
     out=, in place, every backward with a unit and a random gradient. GELU's replay is held to
-    the values (zeros' signs not compared), the family's to the bits. Meanwhile the accurate
-    tier of the family's ops and float16 keep the CPU kernels' bits, and the packed tier its
-    own again once the switch is off."""
+    the values (zeros' signs not compared), the paper tier's to the bits. Meanwhile the
+    accurate tier of the family's ops and float16 keep the CPU kernels' bits, and the packed
+    tier its own again once the switch is off."""
     for lab_dependency in ("numpy", "scipy", "mpmath"):  # the lab's replay needs them
         pytest.importorskip(lab_dependency)
-    tier = _packed_tier(row)
-    zero_signs = row.approximate is None
+    zero_signs = tier == "paper"
     x = all_inputs(torch.bfloat16)
     b = _mixed(x.numel(), torch.bfloat16, seed=51)
     grad = _mixed(x.numel(), torch.bfloat16, seed=52)
     ones = torch.ones_like(x)
     cap = _caps(row)[-1]
-    lab_forward, lab_backward = _lab_replay(row, cap)
+    lab_forward, lab_backward = _lab_replay(row, cap, tier)
 
     want = lab_forward(x, b)
     xc, bc = x.to(DEVICE), b.to(DEVICE)
@@ -1439,7 +1441,7 @@ def test_packed_bf16_is_the_lab_replay(row):
                 for k, (g_, w_) in enumerate(zip(got, lab_g, strict=True)):
                     _same_packed(g_.cpu(), w_, f"{row}_backward {bw} [{k}]", zero_signs)
         # not packed: the accurate tier (the family's), and float16 in the packed tier
-        if tier != "accurate":
+        if row.approximate is None:
             _same_as_cpu(_forward(row, args_c), _forward(row, args), f"{row} accurate, switch on")
             for bw in BACKWARDS:
                 want_a = _backward(row, grad, args, bw)

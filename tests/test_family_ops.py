@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from conftest import HALF_DTYPES, assert_same_bits
+from conftest import HALF_DTYPES, assert_same_bits, load_spec
 from op_rows import EXACT, exp2_float32_sample, float32_sample
 
 import turbogelu
@@ -100,6 +100,44 @@ def test_backward_is_the_replay(fn, dtype, backward, tier, isa):
     got = getattr(OPS, f"{fn}_backward")(g, x, backward, tier)
     want = _replay_backward(fn, _as32(g), _as32(x), backward, tier)
     assert_same_bits(got, _want(want, dtype), f"{fn} {backward}")
+
+
+# GELU's paper tier (its rows' D5 family programs, data/specs/gelu_<mode>/paper.json) through
+# the one op gelu(x, approximate, tier="paper"); the accurate tier is GELU's own tests'.
+GELU_PAPER = {mode: row for mode, row in turbogelu._table.APPROXIMATE.items()}
+
+
+@pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
+@pytest.mark.parametrize("approximate", list(GELU_PAPER))
+def test_gelu_paper_tier_is_the_replay(approximate, dtype, isa):
+    doc = fp.load(GELU_PAPER[approximate], tier="paper")
+    x = _inputs(dtype)
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(4)).to(dtype)
+    want = fp.replay_forward("gelu", _as32(x), doc=doc)
+    assert_same_bits(OPS.gelu(x, approximate, tier="paper"), _want(want, dtype), "forward")
+    for backward in ("default", "direct", "matched"):
+        want = fp.replay_backward("gelu", _as32(g), _as32(x), backward=backward, doc=doc)
+        got = OPS.gelu_backward(g, x, approximate, backward, "paper")
+        assert_same_bits(got, _want(want, dtype), backward)
+
+
+@pytest.mark.parametrize("approximate", list(GELU_PAPER))
+def test_gelu_paper_tier_is_the_papers_error_and_cheaper(approximate):
+    """The paper's D5 form (x/2 + P5(x^2), 6 bfloat16 coefficients): fewer operations than
+    GELU's accurate program, and its float32 error through the op is the spec's measured
+    one, around the paper's Table 2 figure (1.06e-3 LS, 0.50e-3 minimax in real arithmetic)
+    and far above the accurate tier's bound."""
+    pap = fp.load(GELU_PAPER[approximate], tier="paper")
+    assert pap["forward"]["degree"] == 5 and pap["forward"]["variable"] == "y"
+    assert pap["forward"]["fmt"] == "bfloat16"
+    # both Horner in z of x^2: the degree is the count of multiply-adds
+    assert pap["forward"]["degree"] < load_spec(approximate)["forward"]["degree"]
+    x = np.linspace(-12, 12, 200_001).astype(np.float32)
+    got = OPS.gelu(torch.from_numpy(x), approximate, tier="paper").double().numpy()
+    err = float(np.max(np.abs(got - EXACT[GELU_PAPER[approximate]](x.astype(np.float64)))))
+    spec = pap["forward"]["errors"]["float32"]["max_abs_float32"]
+    assert 0.5 * spec <= err <= spec * 1.01 + 1e-7
+    assert 1e-4 < err < 3e-3
 
 
 @pytest.mark.parametrize("tier", TIERS)

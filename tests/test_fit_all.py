@@ -80,8 +80,8 @@ def _kind(doc: dict) -> str:
     gelu = doc["function"].startswith("gelu_")
     if doc["program"] == "cells":
         return "cells" if gelu else "family_cells"
-    if doc["program"] == "polynomial":
-        return "poly" if gelu else doc["tier"]
+    if doc["program"] == "polynomial":  # (GELU's paper tier: a family spec, gelu_<mode>/)
+        return "poly" if gelu and doc["tier"] == "accurate" else doc["tier"]
     return {"packed_bf16": "packed", "exp2": "exp2"}[doc["program"]]
 
 

@@ -42,14 +42,12 @@ def _calls():
     g a gradient, b swiglu's second input."""
     calls = []
     for ap in ("none", "tanh"):
-        calls.append((f"gelu {ap}", lambda x, xe, g, b, ap=ap: OPS.gelu(x, ap)))
-        for part in PARTS:
-            calls.append(
-                (
-                    f"gelu {ap} {part}",
-                    lambda x, xe, g, b, a=ap, p=part: OPS.gelu_backward(g, x, a, p),
-                )  # fmt: skip
-            )
+        for tier in _table.TIERS:
+            calls.append((f"gelu {ap} {tier}", lambda x, xe, g, b, ap=ap, t=tier: OPS.gelu(
+                x, ap, tier=t)))  # fmt: skip
+            for part in PARTS:
+                calls.append((f"gelu {ap} {tier} {part}", lambda x, xe, g, b, a=ap, p=part,
+                              t=tier: OPS.gelu_backward(g, x, a, p, t)))  # fmt: skip
     for row in _table.OPS:
         n = row.name
         for tier in row.tiers:

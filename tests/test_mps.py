@@ -54,10 +54,10 @@ TIERS = _spec_names.FAMILY_TIERS
 KINDS = {op: kind for op, _, kind in _spec_names.FAMILY_OPS}
 GELU_ROWS = {row: mode for mode, row in function_table.APPROXIMATE.items()}
 # (row, tier) for every tier each row of the kernels' table has (softplus: the accurate one
-# only, the ops refuse the paper tier before any kernel runs; GELU: the accurate one only).
-OP_TIERS = [(op, t) for op in KINDS for t in function_table.op(op).tiers] + [
-    (row, "accurate") for row in GELU_ROWS
-]
+# only, the ops refuse the paper tier before any kernel runs; GELU's rows: both, the paper
+# tier's their D5 family programs).
+GELU_TIERS = [(row, t) for row in GELU_ROWS for t in _spec_names.GELU_TIERS[row]]
+OP_TIERS = [(op, t) for op in KINDS for t in function_table.op(op).tiers] + GELU_TIERS
 
 
 def _kinds_in(tier: str) -> dict[str, str]:
@@ -72,13 +72,13 @@ FUNCTION = {op: fn for op, (fn, _) in mps.ROWS.items()}
 def _cpu_forward(row: str, x, tier: str):
     """The CPU op's result for a Plain row of the table (GELU's: gelu with its approximate)."""
     if row in GELU_ROWS:
-        return OPS.gelu(x, GELU_ROWS[row])
+        return OPS.gelu(x, GELU_ROWS[row], tier=tier)
     return getattr(OPS, row)(x, tier=tier)
 
 
 def _cpu_backward(row: str, grad, x, backward: str, tier: str):
     if row in GELU_ROWS:
-        return OPS.gelu_backward(grad, x, GELU_ROWS[row], backward)
+        return OPS.gelu_backward(grad, x, GELU_ROWS[row], backward, tier)
     return getattr(OPS, f"{row}_backward")(grad, x, backward, tier)
 
 
@@ -138,7 +138,8 @@ def test_the_lists_are_the_table_s():
         )
     }
     functions = (*_spec_names.FAMILY_FUNCTIONS, "exp2")  # exp2: data/specs/exp2/
-    assert set(shapes) == {(fn, t) for fn in functions for t in TIERS}
+    gelu_paper = {(row, t) for row, t in GELU_TIERS if t == "paper"}  # family programs
+    assert set(shapes) == {(fn, t) for fn in functions for t in TIERS} | gelu_paper
     assert {s[2] for s in shapes.values()} == {"true", "false"}  # (both variables are in use)
     forms = {"HalfPlusOdd": "TG_HALF_PLUS_ODD", "Odd": "TG_ODD",
              "XHalfPlusEven": "TG_X_HALF_PLUS_EVEN", "XHalfPlus": "TG_X_HALF_PLUS",
@@ -162,7 +163,7 @@ def test_the_lists_are_the_table_s():
     metal = re.findall(rf"  X\((\w+), (\w+), (\w+), (\d+), {shape}, {shape}\)", SOURCE)
     assert [m[:2] for m in metal] == [
         (op, t) for op, _, _ in _spec_names.FAMILY_OPS for t in TIERS
-    ] + [(row, "accurate") for row in GELU_ROWS]
+    ] + GELU_TIERS
     for op, tier, kind, pf, ff, nf, yf, fd, nd, yd in metal:
         fn = FUNCTION[op]
         assert kind == mps.ROWS[op][1].upper()
@@ -222,8 +223,10 @@ def test_source_holds_the_cpu_programs_bit_for_bit():
     coeffs = _table("TG_FAMILY_COEFFS")
     n = int(re.search(r"#define TG_FAMILY_N (\d+)", SOURCE)[1])
     programs = mps.FAMILY_PROGRAMS
-    # the family's and exp2's in every tier, GELU's two forms in the accurate tier
-    assert len(programs) == 3 * (len(_spec_names.FAMILY_FUNCTIONS) + 1) * len(TIERS) + 3 * 2
+    # the family's and exp2's in every tier, GELU's two forms in their tiers
+    assert len(programs) == 3 * (len(_spec_names.FAMILY_FUNCTIONS) + 1) * len(TIERS) + 3 * len(
+        GELU_TIERS
+    )
     assert len(clamps) == len(scales) == len(below) == len(above) == len(programs)
     assert len(coeffs) == n * len(programs)
     cpu = _cpu_programs()  # every program of every tier, the padded derivatives padded
@@ -258,6 +261,10 @@ def test_source_names_the_default_backward():
     assert mps.default_backward() == {m: load_spec(m)["default_backward"] for m in APPROXIMATES}
     for row, mode in GELU_ROWS.items():
         assert f"{row}={load_spec(mode)['default_backward']}" in SOURCE
+    for (row, _), doc in codegen.load_gelu_paper().items():  # GELU's paper tier: its own spec
+        flag = "true" if doc["default_backward"] == "direct" else "false"
+        assert f"{row}_paper_default_backward_is_direct = {flag};" in text
+        assert f"{row}={doc['default_backward']}" in SOURCE.split("(GELU, paper)")[1].split("\n")[0]
     # the tiers' defaults differ (tanh: direct, and matched in the paper tier)
     assert mps.family_default_backward("paper") != mps.family_default_backward("accurate")
 
@@ -312,8 +319,7 @@ def test_source_defines_the_kernels_mps_py_calls():
     names = set(re.findall(r"\bvoid (\w+_(?:forward|backward)_\w+)\(", proc.stdout))
     want = {
         f"{op}_{tier}_{d}_{t}"
-        for op, tier in [(op, t) for op in mps.FAMILY for t in TIERS]
-        + [(row, "accurate") for row in GELU_ROWS]
+        for op, tier in [(op, t) for op in mps.FAMILY for t in TIERS] + GELU_TIERS
         for d in ("forward", "backward")
         for t in mps.KERNEL_SUFFIX.values()
     }
@@ -801,48 +807,52 @@ def test_family_programs_chosen(fake_mps, tier):
     assert fake_mps == want
 
 
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=str)
-def test_gelu_ops_with_a_fake_shader(fake_mps, dtype, layout):
+def test_gelu_ops_with_a_fake_shader(fake_mps, dtype, layout, tier):
     x, grad, _ = _inputs(dtype, layout)
     for ap in APPROXIMATES:
-        want = OPS.gelu(x, ap)
-        _same(mps.gelu(x, ap), want)
+        want = OPS.gelu(x, ap, tier=tier)
+        _same(mps.gelu(x, ap, tier=tier), want)
         for bw in BACKWARDS:
-            want_bw = OPS.gelu_backward(grad, x, ap, bw)
-            _same(mps.gelu(x, ap, backward=bw), want)
-            _same(mps.gelu_backward(grad, x, ap, bw), want_bw)
+            want_bw = OPS.gelu_backward(grad, x, ap, bw, tier)
+            _same(mps.gelu(x, ap, backward=bw, tier=tier), want)
+            _same(mps.gelu_backward(grad, x, ap, bw, tier), want_bw)
             out = _strided_like(x)
-            mps.gelu_backward_out(grad, x, ap, bw, out=out)
+            mps.gelu_backward_out(grad, x, ap, bw, tier, out=out)
             assert_same_bits(out, want_bw)
         for out in (torch.empty_like(x), _strided_like(x)):
-            mps.gelu_out(x, ap, out=out)
+            mps.gelu_out(x, ap, tier=tier, out=out)
             assert_same_bits(out, want)
         if layout != "expanded":
             z = x.clone()
-            mps.gelu_inplace(z, ap)
+            mps.gelu_inplace(z, ap, tier)
             _same(z, want)
             g = grad.clone()  # out= is grad itself: read before written
-            mps.gelu_backward_out(g, x, ap, "matched", out=g)
-            assert_same_bits(g, OPS.gelu_backward(grad, x, ap, "matched"))
+            mps.gelu_backward_out(g, x, ap, "matched", tier, out=g)
+            assert_same_bits(g, OPS.gelu_backward(grad, x, ap, "matched", tier))
     assert (not fake_mps) == (x.numel() == 0)  # the kernels ran (not for an empty tensor)
-    assert {c[:2] for c in fake_mps} <= {(row, "accurate") for row in GELU_ROWS}
+    assert {c[:2] for c in fake_mps} <= {(row, tier) for row in GELU_ROWS}
 
 
-def test_gelu_programs_chosen(fake_mps):
-    """gelu(x, approximate) runs its form's row (gelu_none, gelu_tanh) and the derivative
-    program its backward names (default: its spec's)."""
+@pytest.mark.parametrize("tier", TIERS)
+def test_gelu_programs_chosen(fake_mps, tier):
+    """gelu(x, approximate, tier) runs its form's row (gelu_none, gelu_tanh) in its tier and
+    the derivative program its backward names (default: the tier's spec's)."""
     x = torch.randn(10)
     for ap in APPROXIMATES:
-        mps.gelu(x, ap)
+        mps.gelu(x, ap, tier=tier)
         for bw in BACKWARDS:
-            mps.gelu_backward(x, x, ap, bw)
+            mps.gelu_backward(x, x, ap, bw, tier)
+    paper = {row: doc for (row, _), doc in codegen.load_gelu_paper().items()}
     want = []
     for row, ap in GELU_ROWS.items():
-        want.append((row, "accurate", "forward", "float", 10, None))
+        doc = load_spec(ap) if tier == "accurate" else paper[row]
+        want.append((row, tier, "forward", "float", 10, None))
         for bw in BACKWARDS:
-            chosen = load_spec(ap)["default_backward"] if bw == "default" else bw
-            want.append((row, "accurate", "backward", "float", 10, chosen))
+            chosen = doc["default_backward"] if bw == "default" else bw
+            want.append((row, tier, "backward", "float", 10, chosen))
     assert fake_mps == want
 
 

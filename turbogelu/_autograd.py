@@ -292,8 +292,8 @@ class Backward(Rule):
     def _program(self, ctx):
         """(the derivative program d, the factor x is scaled by before it: softcap's 1/cap)."""
         args = ctx.args
-        if self.name == "gelu_backward":  # (approximate, backward)
-            return _programs.program(f"gelu_{args[0]}", "accurate", args[1]), None
+        if self.name == "gelu_backward":  # (approximate, backward, tier)
+            return _programs.program(f"gelu_{args[0]}", args[2], args[1]), None
         row = self.name.removesuffix("_backward")
         if self.kind == "Scaled":  # (cap, backward, tier)
             return _programs.program(row, args[2], args[1]), _inverse32(args[0])
@@ -440,7 +440,7 @@ def install() -> None:
     after the fake kernels)."""
     _register(
         "gelu",
-        Pointwise("gelu", backward_args=lambda args, kw: (*args, kw["backward"])),
+        Pointwise("gelu", backward_args=lambda args, kw: (*args, kw["backward"], kw["tier"])),
         "turbogelu.gelu",
     )
     for row in _table.OPS:

@@ -22,13 +22,15 @@ def check_dtype(t: torch.Tensor, op: str) -> None:
         )
 
 
-def check_args(approximate: str, backward: str = "default") -> None:
+def check_args(approximate: str, backward: str = "default", tier: str = "accurate") -> None:
+    """GELU's arguments, as ops_common.h checks them."""
     if approximate not in MODES:
         raise ValueError(f"turbogelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if backward not in BACKWARD:
         raise ValueError(
             f"turbogelu: backward must be 'default', 'direct' or 'matched', got {backward!r}"
         )
+    check_tier("gelu", tier)
 
 
 def check_out(out, x, op: str) -> None:

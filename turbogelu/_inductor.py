@@ -182,8 +182,8 @@ def _forward(name: str):
     def build(B, *args, backward, tier="accurate"):
         if name == "exp2" and _bit_casts_scalar(args[0]):
             return None
-        if name == "gelu":  # gelu(x, approximate, *, backward)
-            p = _programs.program(f"gelu_{args[1]}", "accurate", "forward")
+        if name == "gelu":  # gelu(x, approximate, *, backward, tier)
+            p = _programs.program(f"gelu_{args[1]}", tier, "forward")
         else:
             p = _programs.program(name, tier, "forward")
         if kind == "Gated":
@@ -207,9 +207,9 @@ def _backward(name: str):
     kind, ev = _kind(name), _programs.evaluate
 
     def build(B, grad, *args):
-        if name == "gelu":  # (grad, x, approximate, backward)
-            x, approximate, part = args
-            d = _programs.program(f"gelu_{approximate}", "accurate", part)
+        if name == "gelu":  # (grad, x, approximate, backward, tier)
+            x, approximate, part, tier = args
+            d = _programs.program(f"gelu_{approximate}", tier, part)
             return (lambda g, x: B.mul(g, ev(d, x, B, B.wide))), (grad, x)
         if kind == "Gated":  # (grad, a, b, backward, tier)
             a, b, part, tier = args

@@ -28,13 +28,17 @@ FAMILY_TIERS = _table.TIERS
 FAMILY_OPS = tuple((o.name, o.program, o.kind) for o in _table.OPS)
 # GELU's rows of the kernels' table, X(row, its programs, kind) (family.h's TG_GELU_OPS).
 GELU_OPS = tuple((o.name, o.program, o.kind) for o in _table.GELU)
+GELU_TIERS = {o.name: o.tiers for o in _table.GELU}  # each row's tiers (the paper's: its D5 form)
 # exp2 (data/specs/exp2/, turbogelu.approx.exp2_programs) is a Plain op of its own programs.
 # The Metal programs, (function, tier, part) in the order of their index
 # (kernels/mps/family_kernels.metal's tables; mps.py passes the derivative's index to the
 # backward kernels): the family's, the accurate tier's first, then the paper tier's; exp2's;
-# GELU's (its rows' programs, accurate tier only).
+# GELU's (its rows' programs, the accurate tier's, then the paper tier's where a row has one).
 FAMILY_METAL_PROGRAMS = (
     tuple((fn, tier, part) for tier in FAMILY_TIERS for fn in FAMILY_FUNCTIONS for part in PARTS)
     + tuple(("exp2", tier, part) for tier in FAMILY_TIERS for part in PARTS)
     + tuple((fn, "accurate", part) for _, fn, _ in GELU_OPS for part in PARTS)
+    + tuple(
+        (fn, "paper", part) for op, fn, _ in GELU_OPS if "paper" in GELU_TIERS[op] for part in PARTS
+    )
 )

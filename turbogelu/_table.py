@@ -68,9 +68,11 @@ OPS = (
 # row of the kernels' table (family.h's TG_GELU_OPS, after the family's TG_FAMILY_OPS), with
 # the family's loops, element forms and program choice; the schema, fake kernel and autograd
 # are GELU's own (kernels/common/schema.cpp, turbogelu/ops.py), so these rows are not in OPS.
+# Both rows have a paper tier (data/specs/gelu_<mode>/paper.json): the source paper's "GELU
+# D5" form, fitted to each (family_programs.PAPER_ROWS).
 GELU = (
-    Op("gelu_none", "gelu_none", "Plain", from_output=False, module="GELU", tiers=("accurate",)),
-    Op("gelu_tanh", "gelu_tanh", "Plain", from_output=False, module="GELU", tiers=("accurate",)),
+    Op("gelu_none", "gelu_none", "Plain", from_output=False, module="GELU"),
+    Op("gelu_tanh", "gelu_tanh", "Plain", from_output=False, module="GELU"),
 )
 APPROXIMATE = {"none": "gelu_none", "tanh": "gelu_tanh"}  # gelu's argument -> its row
 if set(APPROXIMATE.values()) != {o.name for o in GELU}:
@@ -100,7 +102,7 @@ def fitted_functions() -> tuple[str, ...]:
 
 def program_tiers(program: str) -> tuple[str, ...]:
     """The tiers a function's programs are shipped in (its ops' tiers, which agree)."""
-    tiers = {o.tiers for o in OPS if o.program == program}
+    tiers = {o.tiers for o in (*OPS, *GELU) if o.program == program}
     if len(tiers) != 1:
         raise ValueError(f"program {program!r}: its ops' tiers are {sorted(tiers)}")
     return tiers.pop()

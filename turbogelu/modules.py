@@ -24,22 +24,26 @@ class _Module(nn.Module):
 
 
 class GELU(_Module):
-    """Polynomial GELU as a module: ``turbogelu.GELU(approximate)`` replaces ``nn.GELU``."""
+    """Polynomial GELU as a module: ``turbogelu.GELU(approximate)`` replaces ``nn.GELU``
+    (``backward`` and ``tier`` as ``turbogelu.gelu``'s)."""
 
-    def __init__(self, approximate: str = "none", *, backward: str = "default") -> None:
+    def __init__(
+        self, approximate: str = "none", *, backward: str = "default", tier: str = "accurate"
+    ) -> None:
         super().__init__()
-        ops._check_args(approximate, backward)
+        ops._check_args(approximate, backward, tier)
         self.approximate = approximate
         self.backward = backward
+        self.tier = tier
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return ops.gelu(x, self.approximate, backward=self.backward)
+        return ops.gelu(x, self.approximate, backward=self.backward, tier=self.tier)
 
     def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}, backward={self.backward!r}"
+        return f"approximate={self.approximate!r}, backward={self.backward!r}, tier={self.tier!r}"
 
 
-def replace_gelu(model: nn.Module, *, backward: str = "default") -> int:
+def replace_gelu(model: nn.Module, *, backward: str = "default", tier: str = "accurate") -> int:
     """Replace every ``nn.GELU`` inside ``model`` (in place) by ``turbogelu.GELU`` with the same
     ``approximate``; return how many modules were replaced. A module registered in several
     places (one instance under two names) is replaced everywhere by one ``turbogelu.GELU``, so
@@ -53,7 +57,7 @@ def replace_gelu(model: nn.Module, *, backward: str = "default") -> int:
         for name, child in list(parent._modules.items()):
             if isinstance(child, nn.GELU) and not isinstance(child, GELU):
                 if id(child) not in replacement:
-                    replacement[id(child)] = GELU(child.approximate, backward=backward)
+                    replacement[id(child)] = GELU(child.approximate, backward=backward, tier=tier)
                 setattr(parent, name, replacement[id(child)])
     return len(replacement)
 

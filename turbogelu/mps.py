@@ -499,50 +499,55 @@ FAMILY_OPS_MPS = {
 
 
 # ---------------------------------------------------------------- GELU
-# gelu(x, approximate) runs its form's row of the kernels' table (_table.APPROXIMATE:
-# gelu_none, gelu_tanh), the accurate tier's kernels of family_kernels.metal, with ops_common.h's
+# gelu(x, approximate, tier) runs its form's row of the kernels' table (_table.APPROXIMATE:
+# gelu_none, gelu_tanh) in its tier, kernels of family_kernels.metal, with ops_common.h's
 # GeluOps semantics (its checks and messages, out= and in place).
 
 
-def gelu_row(approximate: str) -> str:
-    check_args(approximate)
+def gelu_row(approximate: str, tier: str = "accurate") -> str:
+    check_args(approximate, tier=tier)
     return _table.APPROXIMATE[approximate]
 
 
-def gelu_backward_program(approximate: str, backward: str) -> int:
+def gelu_backward_program(approximate: str, backward: str, tier: str = "accurate") -> int:
     """The index of GELU's derivative program for ``backward`` (the backward kernels' d)."""
-    check_args(approximate, backward)
-    if backward == "default":
-        backward = default_backward()[approximate]
-    return FAMILY_PROGRAMS.index((gelu_row(approximate), "accurate", f"backward_{backward}"))
+    check_args(approximate, backward, tier)
+    row = gelu_row(approximate, tier)
+    if backward == "default":  # the tier's spec: GELU's own, or data/specs/gelu_<mode>/paper.json
+        backward = (
+            default_backward()[approximate]
+            if tier == "accurate"
+            else _spec_default(f"{row}/{tier}.json")
+        )
+    return FAMILY_PROGRAMS.index((row, tier, f"backward_{backward}"))
 
 
-def gelu(x, approximate="none", *, backward="default"):
+def gelu(x, approximate="none", *, backward="default", tier="accurate"):
     _check_device(x, x, "gelu", "x")
     _check_dtype(x, "gelu")
-    row = gelu_row(approximate)
-    gelu_backward_program(approximate, backward)  # validated here too, not only at backward time
+    row = gelu_row(approximate, tier)
+    gelu_backward_program(approximate, backward, tier)  # validated here too, not only at backward
     out = torch.empty_like(x)
-    _launch_unary(row, "accurate", _in_layout_of(x, out), out, 1.0, 1.0)
+    _launch_unary(row, tier, _in_layout_of(x, out), out, 1.0, 1.0)
     return out
 
 
-def gelu_out(x, approximate="none", *, out):
+def gelu_out(x, approximate="none", *, tier="accurate", out):
     _check_device(x, x, "gelu", "x")
     _check_device(out, x, "gelu", "out")
     _check_dtype(x, "gelu")
-    row = gelu_row(approximate)
+    row = gelu_row(approximate, tier)
     _check_out(out, x, "gelu")
     _check_no_partial_overlap(out, x)
     # out may be x itself (gelu_): each element is read before it is written.
     target = out if _flat(out) else torch.empty_like(x)
-    _launch_unary(row, "accurate", _in_layout_of(x, target), target, 1.0, 1.0)
+    _launch_unary(row, tier, _in_layout_of(x, target), target, 1.0, 1.0)
     if target is not out:
         out.copy_(target)
 
 
-def gelu_inplace(x, approximate="none"):
-    gelu_out(x, approximate, out=x)
+def gelu_inplace(x, approximate="none", tier="accurate"):
+    gelu_out(x, approximate, tier=tier, out=x)
 
 
 def _check_backward_args(grad, x):
@@ -552,27 +557,25 @@ def _check_backward_args(grad, x):
     check_grad_matches(grad, x)
 
 
-def gelu_backward(grad, x, approximate="none", backward="default"):
+def gelu_backward(grad, x, approximate="none", backward="default", tier="accurate"):
     _check_backward_args(grad, x)
-    d = gelu_backward_program(approximate, backward)
+    d = gelu_backward_program(approximate, backward, tier)
     out = torch.empty_like(x)
-    row = gelu_row(approximate)
-    _launch_binary(row, "accurate", _in_layout_of(grad, out), _in_layout_of(x, out), out, d, 1.0)
+    row = gelu_row(approximate, tier)
+    _launch_binary(row, tier, _in_layout_of(grad, out), _in_layout_of(x, out), out, d, 1.0)
     return out
 
 
-def gelu_backward_out(grad, x, approximate="none", backward="default", *, out):
+def gelu_backward_out(grad, x, approximate="none", backward="default", tier="accurate", *, out):
     _check_backward_args(grad, x)
     _check_device(out, x, "gelu_backward", "out")
-    d = gelu_backward_program(approximate, backward)
+    d = gelu_backward_program(approximate, backward, tier)
     _check_out(out, x, "gelu_backward")
     _check_no_partial_overlap(out, x)
     _check_no_partial_overlap(out, grad)
     target = out if _flat(out) else torch.empty_like(x)
-    row = gelu_row(approximate)
-    _launch_binary(
-        row, "accurate", _in_layout_of(grad, target), _in_layout_of(x, target), target, d, 1.0
-    )
+    row = gelu_row(approximate, tier)
+    _launch_binary(row, tier, _in_layout_of(grad, target), _in_layout_of(x, target), target, d, 1.0)
     if target is not out:
         out.copy_(target)
 

@@ -74,23 +74,23 @@ _ops = torch.ops.turbogelu
 
 
 @torch.library.register_fake("turbogelu::gelu")
-def _gelu_fake(x, approximate="none", *, backward="default"):
-    _check_args(approximate, backward)
+def _gelu_fake(x, approximate="none", *, backward="default", tier="accurate"):
+    _check_args(approximate, backward, tier)
     _check_dtype(x, "gelu")
     return torch.empty_like(x)
 
 
 @torch.library.register_fake("turbogelu::gelu.out")
-def _gelu_out_fake(x, approximate="none", *, out):
+def _gelu_out_fake(x, approximate="none", *, tier="accurate", out):
     check_same_device("gelu", x, out=out)
-    _check_args(approximate)
+    _check_args(approximate, tier=tier)
     _check_dtype(x, "gelu")
     check_out(out, x, "gelu")
 
 
 @torch.library.register_fake("turbogelu::gelu_")
-def _gelu_inplace_fake(x, approximate="none"):
-    _check_args(approximate)
+def _gelu_inplace_fake(x, approximate="none", tier="accurate"):
+    _check_args(approximate, tier=tier)
     _check_dtype(x, "gelu_")
 
 
@@ -101,15 +101,17 @@ def _check_backward_fake(grad, x, op="gelu_backward", **out):
 
 
 @torch.library.register_fake("turbogelu::gelu_backward")
-def _gelu_backward_fake(grad, x, approximate="none", backward="default"):
-    _check_args(approximate, backward)
+def _gelu_backward_fake(grad, x, approximate="none", backward="default", tier="accurate"):
+    _check_args(approximate, backward, tier)
     _check_backward_fake(grad, x)
     return torch.empty_like(x)
 
 
 @torch.library.register_fake("turbogelu::gelu_backward.out")
-def _gelu_backward_out_fake(grad, x, approximate="none", backward="default", *, out):
-    _check_args(approximate, backward)
+def _gelu_backward_out_fake(
+    grad, x, approximate="none", backward="default", tier="accurate", *, out
+):
+    _check_args(approximate, backward, tier)
     _check_backward_fake(grad, x, out=out)
     check_out(out, x, "gelu_backward")
 
@@ -454,16 +456,25 @@ def _check_tensor(x, op: str) -> None:
         raise TypeError(f"turbogelu.{op}: expected a torch.Tensor, got {type(x).__name__}")
 
 
-def gelu(x: torch.Tensor, approximate: str = "none", *, backward: str = "default") -> torch.Tensor:
+def gelu(
+    x: torch.Tensor,
+    approximate: str = "none",
+    *,
+    backward: str = "default",
+    tier: str = "accurate",
+) -> torch.Tensor:
     """Polynomial GELU, a drop-in for ``torch.nn.functional.gelu(x, approximate)``.
 
     Autograd-aware and ``torch.compile``-friendly. ``approximate="tanh"`` uses a polynomial
     fitted to PyTorch's tanh form. ``backward`` picks the derivative used by autograd
-    ("default" = "direct", a fit of GELU'; or "matched", the derivative of the forward).
+    ("default": the spec's more accurate one; "direct", a fit of GELU'; or "matched", the
+    derivative of the forward). ``tier``: "accurate" (the default) or "paper", the source
+    paper's D5 program x/2 + P5(x^2) (bfloat16 coefficients, clamp 3.34, max error ~1.5e-3;
+    fitted to the tanh form too for ``approximate="tanh"``; data/specs/gelu_<mode>/paper.json).
     """
     _check_tensor(x, "gelu")
-    _check_args(approximate, backward)  # gelu(x, None): not "failed to match any schema"
-    return _autograd.call("gelu", x, approximate, backward=backward)
+    _check_args(approximate, backward, tier)  # gelu(x, None): not "failed to match any schema"
+    return _autograd.call("gelu", x, approximate, backward=backward, tier=tier)
 
 
 def _compiled_inplace(name: str, x: torch.Tensor, compute) -> torch.Tensor:
@@ -479,23 +490,29 @@ def _compiled_inplace(name: str, x: torch.Tensor, compute) -> torch.Tensor:
     return x.copy_(compute())
 
 
-def gelu_(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+def gelu_(x: torch.Tensor, approximate: str = "none", *, tier: str = "accurate") -> torch.Tensor:
     """In-place polynomial GELU (no autograd: refuses a tensor that requires grad)."""
     _check_tensor(x, "gelu_")
-    _check_args(approximate)
+    _check_args(approximate, tier=tier)
     if torch.compiler.is_compiling():
-        return _compiled_inplace("gelu_", x, lambda: _ops.gelu(x, approximate))
-    _ops.gelu_(x, approximate)
+        return _compiled_inplace("gelu_", x, lambda: _ops.gelu(x, approximate, tier=tier))
+    _ops.gelu_(x, approximate, tier)
     return x
 
 
-def gelu_op(x: torch.Tensor, approximate: str = "none", *, out: torch.Tensor | None = None):
+def gelu_op(
+    x: torch.Tensor,
+    approximate: str = "none",
+    *,
+    tier: str = "accurate",
+    out: torch.Tensor | None = None,
+):
     """The raw forward op (no autograd needed); writes into ``out`` when given."""
     _check_tensor(x, "gelu_op")
-    _check_args(approximate)
+    _check_args(approximate, tier=tier)
     if out is None:
-        return _ops.gelu(x, approximate)
-    _ops.gelu.out(x, approximate, out=out)
+        return _ops.gelu(x, approximate, tier=tier)
+    _ops.gelu.out(x, approximate, tier=tier, out=out)
     return out
 
 
@@ -505,14 +522,15 @@ def gelu_backward_op(
     approximate: str = "none",
     backward: str = "default",
     *,
+    tier: str = "accurate",
     out: torch.Tensor | None = None,
 ):
     """The raw backward op: ``grad * gelu'(x)`` by the selected derivative polynomial."""
     _check_tensor(grad, "gelu_backward_op")
     _check_tensor(x, "gelu_backward_op")
     if out is None:
-        return _ops.gelu_backward(grad, x, approximate, backward)
-    _ops.gelu_backward.out(grad, x, approximate, backward, out=out)
+        return _ops.gelu_backward(grad, x, approximate, backward, tier)
+    _ops.gelu_backward.out(grad, x, approximate, backward, tier, out=out)
     return out
 
 

@@ -47,7 +47,7 @@ def _routes(kinds, backward: str, tier: str) -> dict:
     def gelu(x, approximate="none"):
         if approximate not in ("none", "tanh"):
             return NotImplemented
-        return ops.gelu(x, approximate, backward=backward)
+        return ops.gelu(x, approximate, backward=backward, tier=tier)
 
     def silu(x, inplace=False):
         return ops.silu(x, inplace, **family)

@@ -45,17 +45,23 @@ TORCH_LIBRARY(turbogelu, m) {
   // `backward` picks the coefficients autograd uses for this call: "default" (the more
   // accurate, as measured by the fit), "direct" (a fit of GELU') or "matched" (the derivative
   // of the forward polynomial). The forward result does not depend on it.
-  m.def("gelu(Tensor x, str approximate=\"none\", *, str backward=\"default\") -> Tensor");
+  // `tier`: "accurate" (the default) or "paper" (the source paper's D5 GELU program), as the
+  // family's below.
+  m.def(
+      "gelu(Tensor x, str approximate=\"none\", *, str backward=\"default\", "
+      "str tier=\"accurate\") -> Tensor");
   // The mutating forms return nothing: PyTorch functionalizes (torch.compile) custom ops only
   // when a mutated argument is not also returned. The Python wrappers return it.
-  m.def("gelu.out(Tensor x, str approximate=\"none\", *, Tensor(a!) out) -> ()");
-  m.def("gelu_(Tensor(a!) x, str approximate=\"none\") -> ()");
+  m.def(
+      "gelu.out(Tensor x, str approximate=\"none\", *, str tier=\"accurate\", Tensor(a!) out) "
+      "-> ()");
+  m.def("gelu_(Tensor(a!) x, str approximate=\"none\", str tier=\"accurate\") -> ()");
   m.def(
       "gelu_backward(Tensor grad, Tensor x, str approximate=\"none\", "
-      "str backward=\"default\") -> Tensor");
+      "str backward=\"default\", str tier=\"accurate\") -> Tensor");
   m.def(
       "gelu_backward.out(Tensor grad, Tensor x, str approximate=\"none\", "
-      "str backward=\"default\", *, Tensor(a!) out) -> ()");
+      "str backward=\"default\", str tier=\"accurate\", *, Tensor(a!) out) -> ()");
 
   // The activation family (turbogelu/family.h): the same forms as gelu's. `backward` picks
   // the derivative autograd uses: "default" (the more accurate, per the spec), "direct" (a

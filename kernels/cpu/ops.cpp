@@ -177,13 +177,16 @@ struct CpuGeluBackend {
   struct Guard {
     explicit Guard(const T&) {}
   };
+  // The Estrin scheme evaluates the accurate tier's coefficients: the paper tier ignores it.
   static void launch_forward(const T& x, const T& out, const ops::GeluProgram& p) {
-    if (current_scheme() == Scheme::Estrin) return launch_poly_forward(x, out, p.k);
-    CpuFamilyBackend::launch_unary(p.row, kTier_accurate, x, out, ops::gelu_call(p));
+    if (current_scheme() == Scheme::Estrin && p.tier == kTier_accurate)
+      return launch_poly_forward(x, out, p.k);
+    CpuFamilyBackend::launch_unary(p.row, p.tier, x, out, ops::gelu_call(p));
   }
   static void launch_backward(const T& g, const T& x, const T& out, const ops::GeluProgram& p) {
-    if (current_scheme() == Scheme::Estrin) return launch_poly_backward(g, x, out, p.k);
-    CpuFamilyBackend::launch_binary(p.row, kTier_accurate, g, x, out, ops::gelu_call(p));
+    if (current_scheme() == Scheme::Estrin && p.tier == kTier_accurate)
+      return launch_poly_backward(g, x, out, p.k);
+    CpuFamilyBackend::launch_binary(p.row, p.tier, g, x, out, ops::gelu_call(p));
   }
 };
 using CpuGeluOps = ops::GeluOps<CpuGeluBackend>;
@@ -387,18 +390,19 @@ void softcap_backward_out_ag(const T& g, const T& x, double cap, S bw, S tier, c
   static const auto op = find_op<Sig>("turbogelu::softcap_backward", "out");
   below_autograd(op, "softcap_backward(out=)", {&g, &x, &out}, {&out}, g, x, cap, bw, tier, out);
 }
-void gelu_out_ag(const T& x, S approximate, const T& out) {
-  static const auto op = find_op<void(const T&, S, const T&)>("turbogelu::gelu", "out");
-  below_autograd(op, "gelu(out=)", {&x, &out}, {&out}, x, approximate, out);
+void gelu_out_ag(const T& x, S approximate, S tier, const T& out) {
+  static const auto op = find_op<void(const T&, S, S, const T&)>("turbogelu::gelu", "out");
+  below_autograd(op, "gelu(out=)", {&x, &out}, {&out}, x, approximate, tier, out);
 }
-void gelu_inplace_ag(const T& x, S approximate) {
-  static const auto op = find_op<void(const T&, S)>("turbogelu::gelu_", "");
-  below_autograd(op, "gelu_", {&x}, {&x}, x, approximate);
+void gelu_inplace_ag(const T& x, S approximate, S tier) {
+  static const auto op = find_op<void(const T&, S, S)>("turbogelu::gelu_", "");
+  below_autograd(op, "gelu_", {&x}, {&x}, x, approximate, tier);
 }
-void gelu_backward_out_ag(const T& g, const T& x, S approximate, S bw, const T& out) {
-  using Sig = void(const T&, const T&, S, S, const T&);
+void gelu_backward_out_ag(const T& g, const T& x, S approximate, S bw, S tier, const T& out) {
+  using Sig = void(const T&, const T&, S, S, S, const T&);
   static const auto op = find_op<Sig>("turbogelu::gelu_backward", "out");
-  below_autograd(op, "gelu_backward(out=)", {&g, &x, &out}, {&out}, g, x, approximate, bw, out);
+  below_autograd(op, "gelu_backward(out=)", {&g, &x, &out}, {&out}, g, x, approximate, bw, tier,
+                 out);
 }
 void swiglu_out_ag(const T& a, const T& b, S tier, const T& out) {
   using Sig = void(const T&, const T&, S, const T&);

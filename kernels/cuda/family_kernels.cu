@@ -196,12 +196,15 @@ struct OpLaunch {
     return packed ? OpLaunch<shapes::fn##_paper, Kind::kind, true>::launcher(__VA_ARGS__)      \
                   : OpLaunch<shapes::fn##_paper, Kind::kind, false>::launcher(__VA_ARGS__);
 
-// GELU's rows (family.h's TG_GELU_OPS): the accurate tier only (GELU has no paper program);
-// packed: its packed programs (shapes::<fn>_packed, the call's programs: ops.cpp).
-#define TG_GELU_CASES(op_, fn, kind, launcher, ...)                                        \
-  case family_index(kFamily_##op_, kTier_accurate):                                        \
-    return packed ? OpLaunch<shapes::fn##_packed, Kind::kind, true>::launcher(__VA_ARGS__) \
-                  : OpLaunch<shapes::fn##_accurate, Kind::kind, false>::launcher(__VA_ARGS__);
+// GELU's rows (family.h's TG_GELU_OPS): the accurate tier, packed: its packed programs
+// (shapes::<fn>_packed, the call's programs: ops.cpp); the paper tier as the family's.
+#define TG_GELU_CASES(op_, fn, kind, launcher, ...)                                            \
+  case family_index(kFamily_##op_, kTier_accurate):                                            \
+    return packed ? OpLaunch<shapes::fn##_packed, Kind::kind, true>::launcher(__VA_ARGS__)     \
+                  : OpLaunch<shapes::fn##_accurate, Kind::kind, false>::launcher(__VA_ARGS__); \
+  case family_index(kFamily_##op_, kTier_paper):                                               \
+    return packed ? OpLaunch<shapes::fn##_paper, Kind::kind, true>::launcher(__VA_ARGS__)      \
+                  : OpLaunch<shapes::fn##_paper, Kind::kind, false>::launcher(__VA_ARGS__);
 
 cudaError_t family_unary(FamilyOp op, Tier tier, bool packed, DType d, const void* x, void* out,
                          int64_t n, const FamilyCall& c, cudaStream_t stream) {

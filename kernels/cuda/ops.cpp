@@ -26,9 +26,10 @@ namespace {
 
 // ---------------------------------------------------------------- GELU
 
-// Whether this call takes the packed path (bfloat16, switched on): its row's packed programs
-// (family.h's <fn>_packed_forward / _backward) in family_kernels.cu's packed kernels. Both
-// derivatives (direct, matched) are the packed backward fit (a fit of GELU').
+// Whether this call takes the packed path (bfloat16, switched on): in the accurate tier its
+// row's packed programs (family.h's <fn>_packed_forward / _backward; both derivatives, direct
+// and matched, are the packed backward fit, a fit of GELU'); in the paper tier the paper's
+// programs in packed arithmetic, as the family's paper tier (family_kernels.cu).
 bool gelu_packed(const at::Tensor& x) { return x.scalar_type() == at::kBFloat16 && cuda_packed(); }
 
 FamilyCall gelu_packed_call(FamilyOp row) {
@@ -53,6 +54,12 @@ struct CudaBackend : cuda::DeviceBackend {
   static void launch_forward(const at::Tensor& x, const at::Tensor& out,
                              const ops::GeluProgram& program) {
     const PolyCoeffs& k = program.k;
+    if (program.tier == kTier_paper) {  // the family's paper-tier kernels (no Estrin scheme)
+      C10_CUDA_CHECK(cuda::family_unary(program.row, kTier_paper, gelu_packed(x), cuda::dtype_of(x),
+                                        x.const_data_ptr(), out.data_ptr(), x.numel(),
+                                        ops::gelu_call(program), cuda::current_stream()));
+      return;
+    }
     if (gelu_packed(x)) {
       C10_CUDA_CHECK(cuda::family_unary(program.row, kTier_accurate, true, cuda::dtype_of(x),
                                         x.const_data_ptr(), out.data_ptr(), x.numel(),
@@ -72,6 +79,13 @@ struct CudaBackend : cuda::DeviceBackend {
   static void launch_backward(const at::Tensor& g, const at::Tensor& x, const at::Tensor& out,
                               const ops::GeluProgram& program) {
     const PolyCoeffs& k = program.k;
+    if (program.tier == kTier_paper) {
+      C10_CUDA_CHECK(cuda::family_binary(program.row, kTier_paper, gelu_packed(x),
+                                         cuda::dtype_of(x), g.const_data_ptr(), x.const_data_ptr(),
+                                         out.data_ptr(), x.numel(), ops::gelu_call(program),
+                                         cuda::current_stream()));
+      return;
+    }
     if (gelu_packed(x)) {
       C10_CUDA_CHECK(cuda::family_binary(program.row, kTier_accurate, true, cuda::dtype_of(x),
                                          g.const_data_ptr(), x.const_data_ptr(), out.data_ptr(),

@@ -1,6 +1,7 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
 // data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,
-// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (turbogelu/approx/codegen.py).
+// data/specs/gelu_exact.json, data/specs/gelu_tanh.json and
+// data/specs/gelu_<mode>/paper.json (turbogelu/approx/codegen.py).
 //
 // turbogelu's kernels for Apple GPUs, every row of the kernels' table: GELU (both forms), and
 // the activation family (sigmoid, tanh, silu, softcap, swiglu, softplus, exp2) in both tiers
@@ -34,12 +35,15 @@
 //   27-29: exp2 paper
 //   30-32: gelu_none accurate
 //   33-35: gelu_tanh accurate
+//   36-38: gelu_none paper
+//   39-41: gelu_tanh paper
 // Kernels: <op>_<tier>_forward_<type> and <op>_<tier>_backward_<type>, one generic kernel
 // pair per kind of op instantiated for each op, tier and storage type.
 // The default backward, per tier and function (turbogelu/mps.py reads it from the specs):
 // default_backward (accurate): sigmoid=direct, tanh=direct, silu=direct, softplus=direct, exp2=direct
 // default_backward (paper): sigmoid=direct, tanh=matched, silu=matched, softplus=direct, exp2=direct
 // default_backward (GELU, accurate): gelu_none=direct, gelu_tanh=direct
+// default_backward (GELU, paper): gelu_none=matched, gelu_tanh=matched
 // float16 and bfloat16 are computed in float32 and rounded once to nearest even; there is no
 // float64 on Apple GPUs.
 #include <metal_stdlib>
@@ -53,7 +57,7 @@ using namespace metal;
 #endif
 
 #define TG_FAMILY_N 14  // coefficients per row (the highest degree + 1)
-#define TG_FAMILY_PROGRAMS 36
+#define TG_FAMILY_PROGRAMS 42
 
 constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     10.44999980926513671875f,  // 0: sigmoid accurate forward: 0x1.4e6666p+3
@@ -92,6 +96,12 @@ constant float TG_FAMILY_CLAMP[TG_FAMILY_PROGRAMS] = {
     4.25f,  // 33: gelu_tanh accurate forward: 0x1.1p+2
     4.25f,  // 34: gelu_tanh accurate backward_direct: 0x1.1p+2
     4.25f,  // 35: gelu_tanh accurate backward_matched: 0x1.1p+2
+    3.3399999141693115234375f,  // 36: gelu_none paper forward: 0x1.ab851ep+1
+    3.3399999141693115234375f,  // 37: gelu_none paper backward_direct: 0x1.ab851ep+1
+    3.3399999141693115234375f,  // 38: gelu_none paper backward_matched: 0x1.ab851ep+1
+    3.3399999141693115234375f,  // 39: gelu_tanh paper forward: 0x1.ab851ep+1
+    3.3399999141693115234375f,  // 40: gelu_tanh paper backward_direct: 0x1.ab851ep+1
+    3.3399999141693115234375f,  // 41: gelu_tanh paper backward_matched: 0x1.ab851ep+1
 };
 constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.1913875639438629150390625f,  // 0: 0x1.87f634p-3
@@ -130,6 +140,12 @@ constant float TG_FAMILY_SCALE[TG_FAMILY_PROGRAMS] = {
     0.110726647078990936279296875f,  // 33: 0x1.c5894ep-4
     0.110726647078990936279296875f,  // 34: 0x1.c5894ep-4
     0.110726647078990936279296875f,  // 35: 0x1.c5894ep-4
+    0.154296875f,  // 36: 0x1.3cp-3
+    0.154296875f,  // 37: 0x1.3cp-3
+    0.154296875f,  // 38: 0x1.3cp-3
+    0.154296875f,  // 39: 0x1.3cp-3
+    0.154296875f,  // 40: 0x1.3cp-3
+    0.154296875f,  // 41: 0x1.3cp-3
 };
 // The asymptotes: the result for x < -clamp and for x > clamp (the x/2 forms: x itself
 // above; below -0.0 for XHalfPlusEven and XHalfPlus, this for XHalfPlusNonNeg).
@@ -170,6 +186,12 @@ constant float TG_FAMILY_BELOW[TG_FAMILY_PROGRAMS] = {
     -0.0f,  // 33
     0.0f,  // 34
     0.0f,  // 35
+    -0.0f,  // 36
+    0.0f,  // 37
+    0.0f,  // 38
+    -0.0f,  // 39
+    0.0f,  // 40
+    0.0f,  // 41
 };
 constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     1.0f,  // 0
@@ -208,6 +230,12 @@ constant float TG_FAMILY_ABOVE[TG_FAMILY_PROGRAMS] = {
     0.0f,  // 33
     1.0f,  // 34
     1.0f,  // 35
+    0.0f,  // 36
+    1.0f,  // 37
+    1.0f,  // 38
+    0.0f,  // 39
+    1.0f,  // 40
+    1.0f,  // 41
 };
 constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
     {  // 0: sigmoid accurate forward: HalfPlusOdd, degree 11
@@ -786,6 +814,102 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
         0.0f,
         0.0f,
     },
+    {  // 36: gelu_none paper forward: XHalfPlus, in x^2, degree 5
+        1.2578125f,  // c[0] = 0x1.42p+0
+        0.68359375f,  // c[1] = 0x1.5ep-1
+        -0.2060546875f,  // c[2] = -0x1.a6p-3
+        0.1259765625f,  // c[3] = 0x1.02p-3
+        -0.1513671875f,  // c[4] = -0x1.36p-3
+        0.08935546875f,  // c[5] = 0x1.6ep-4
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 37: gelu_none paper backward_direct: HalfPlusOdd, in x^2, degree 4
+        0.2109527587890625f,  // c[0] = 0x1.b008p-3
+        -0.12717437744140625f,  // c[1] = -0x1.0474p-3
+        0.116626739501953125f,  // c[2] = 0x1.ddb4p-4
+        -0.1868438720703125f,  // c[3] = -0x1.7ea8p-3
+        0.1378726959228515625f,  // c[4] = 0x1.1a5dp-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 38: gelu_none paper backward_matched: HalfPlusOdd, in x^2, degree 4
+        0.2109527587890625f,  // c[0] = 0x1.b008p-3
+        -0.12717437744140625f,  // c[1] = -0x1.0474p-3
+        0.116626739501953125f,  // c[2] = 0x1.ddb4p-4
+        -0.1868438720703125f,  // c[3] = -0x1.7ea8p-3
+        0.1378726959228515625f,  // c[4] = 0x1.1a5dp-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 39: gelu_tanh paper forward: XHalfPlus, in x^2, degree 5
+        1.2578125f,  // c[0] = 0x1.42p+0
+        0.68359375f,  // c[1] = 0x1.5ep-1
+        -0.2041015625f,  // c[2] = -0x1.a2p-3
+        0.1259765625f,  // c[3] = 0x1.02p-3
+        -0.1533203125f,  // c[4] = -0x1.3ap-3
+        0.08935546875f,  // c[5] = 0x1.6ep-4
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 40: gelu_tanh paper backward_direct: HalfPlusOdd, in x^2, degree 4
+        0.2109527587890625f,  // c[0] = 0x1.b008p-3
+        -0.12596893310546875f,  // c[1] = -0x1.01fcp-3
+        0.116626739501953125f,  // c[2] = 0x1.ddb4p-4
+        -0.1892547607421875f,  // c[3] = -0x1.8398p-3
+        0.1378726959228515625f,  // c[4] = 0x1.1a5dp-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
+    {  // 41: gelu_tanh paper backward_matched: HalfPlusOdd, in x^2, degree 4
+        0.2109527587890625f,  // c[0] = 0x1.b008p-3
+        -0.12596893310546875f,  // c[1] = -0x1.01fcp-3
+        0.116626739501953125f,  // c[2] = 0x1.ddb4p-4
+        -0.1892547607421875f,  // c[3] = -0x1.8398p-3
+        0.1378726959228515625f,  // c[4] = 0x1.1a5dp-3
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+        0.0f,
+    },
 };
 
 // The ops (family.h's TG_FAMILY_OPS) in each tier: X(op, tier, kind, forward program,
@@ -806,11 +930,13 @@ constant float TG_FAMILY_COEFFS[TG_FAMILY_PROGRAMS][TG_FAMILY_N] = {
   X(exp2, paper, PLAIN, 27, TG_EXP2_FLOOR, 3, TG_ABS, TG_EXP2_FLOOR, 3, TG_ABS) \
   X(softplus, accurate, PLAIN, 9, TG_X_HALF_PLUS_NON_NEG, 11, TG_ABS, TG_HALF_PLUS_SIGNED, 11, TG_ABS) \
   X(softplus, paper, PLAIN, 21, TG_X_HALF_PLUS_NON_NEG, 11, TG_ABS, TG_HALF_PLUS_SIGNED, 11, TG_ABS)
-// GELU's rows (family.h's TG_GELU_OPS), approximate='none' and 'tanh' of the op gelu:
-// the accurate tier only (GELU has no other).
+// GELU's rows (family.h's TG_GELU_OPS), approximate='none' and 'tanh' of the op gelu,
+// in each tier they have.
 #define TG_GELU_OPS(X) \
   X(gelu_none, accurate, PLAIN, 30, TG_X_HALF_PLUS_EVEN, 9, TG_SQUARE_WINDOW, TG_HALF_PLUS_ODD, 9, TG_SQUARE_WINDOW) \
-  X(gelu_tanh, accurate, PLAIN, 33, TG_X_HALF_PLUS_EVEN, 9, TG_SQUARE_WINDOW, TG_HALF_PLUS_ODD, 9, TG_SQUARE_WINDOW)
+  X(gelu_none, paper, PLAIN, 36, TG_X_HALF_PLUS, 6, TG_SQUARE, TG_HALF_PLUS_ODD, 5, TG_SQUARE) \
+  X(gelu_tanh, accurate, PLAIN, 33, TG_X_HALF_PLUS_EVEN, 9, TG_SQUARE_WINDOW, TG_HALF_PLUS_ODD, 9, TG_SQUARE_WINDOW) \
+  X(gelu_tanh, paper, PLAIN, 39, TG_X_HALF_PLUS, 6, TG_SQUARE, TG_HALF_PLUS_ODD, 5, TG_SQUARE)
 // Every row of the kernels' table.
 #define TG_KERNEL_OPS(X) TG_FAMILY_OPS(X) TG_GELU_OPS(X)
 

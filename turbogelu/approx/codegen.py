@@ -233,10 +233,11 @@ def _metal_head(name: str, sources: str, **fields: str) -> str:
 def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     """Every generated file and its text."""
     specs, family = load_specs(spec_dir), load_family(spec_dir)
+    exp2_docs, gelu_paper = load_exp2(spec_dir), load_gelu_paper(spec_dir)
     return {
         HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
-        FAMILY_HEADER: render_family(family, load_exp2(spec_dir), load_family_cells(spec_dir)),
-        FAMILY_METAL: render_family_metal(family, load_exp2(spec_dir), specs),
+        FAMILY_HEADER: render_family(family, exp2_docs, load_family_cells(spec_dir), gelu_paper),
+        FAMILY_METAL: render_family_metal(family, exp2_docs, specs, gelu_paper),
     }
 
 
@@ -313,6 +314,19 @@ def load_family(spec_dir: Path | None = None) -> dict[tuple[str, str], dict]:
     return out
 
 
+def load_gelu_paper(spec_dir: Path | None = None) -> dict[tuple[str, str], dict]:
+    """GELU's rows' paper-tier specs by (row, "paper"): data/specs/gelu_<mode>/paper.json
+    (``spec_dir/gelu_<mode>/`` when it exists), family programs of the paper's GELU form (their
+    accurate programs are GELU's own specs, ``load_specs``)."""
+    out = {}
+    for row in _table.GELU:
+        if "paper" in row.tiers:
+            fn = row.program
+            root = spec_dir if spec_dir is not None and (Path(spec_dir) / fn).is_dir() else None
+            out[(fn, "paper")] = specmod.load(specmod.spec_path(fn, "paper", root=root), "paper")
+    return out
+
+
 def _family_program(name: str, ps, errors: dict, degree: int) -> list[str]:
     """One program as a FamilyProgram of ``degree`` (>= its own: the kernels run one shape
     per direction, so a shorter program is padded with leading zero coefficients, which
@@ -386,21 +400,36 @@ def _exp2_lines(tier: str, doc: dict) -> tuple[list[str], str]:
 
 
 def render_family(
-    docs: dict[tuple[str, str], dict], exp2_docs: dict | None = None, cells: dict | None = None
+    docs: dict[tuple[str, str], dict],
+    exp2_docs: dict | None = None,
+    cells: dict | None = None,
+    gelu_paper: dict | None = None,
 ) -> str:
-    """family_coeffs.h from the family's specs, exp2's (``load_exp2``) and the family's cells
-    (``load_family_cells``; the committed ones when None)."""
+    """family_coeffs.h from the family's specs, exp2's (``load_exp2``), the family's cells
+    (``load_family_cells``) and GELU's paper tier (``load_gelu_paper``; the committed ones when
+    None). GELU's rows' accurate programs are family.h's, from gelu_coeffs.h."""
     from .polyspec import PolySpec
 
     exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
     cells = load_family_cells() if cells is None else cells
+    gelu_paper = load_gelu_paper() if gelu_paper is None else gelu_paper
+    # family.h takes every GELU row's paper programs from here.
+    rows = {o.program for o in _table.GELU}
+    if {fn for fn, _ in gelu_paper} != rows or {t for _, t in gelu_paper} != {"paper"}:
+        raise ValueError(
+            f"GELU's paper tier for {sorted(gelu_paper)}, expected every row {sorted(rows)}"
+        )
+    functions = list(dict.fromkeys([fn for fn, _ in docs] + ["exp2"]))
+    docs = {**docs, **gelu_paper}
 
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
-        "// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json and",
-        "// data/specs/cells/<function>.json (python -m turbogelu fit --all).",
+        "// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,",
+        "// data/specs/gelu_<mode>/paper.json and data/specs/cells/<function>.json",
+        "// (python -m turbogelu fit --all).",
         "//",
-        "// The activation family's programs in the shape of family_eval.h, each tier's, and",
+        "// The activation family's programs in the shape of family_eval.h, each tier's (GELU's",
+        "// rows: their paper tier; their accurate programs are family.h's), and",
         "// TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,",
         "// backward form, backward degree, backward in x^2), the shapes the kernels are",
         "// compiled for.",
@@ -445,7 +474,6 @@ def render_family(
         more, shape = _exp2_lines(tier, doc)
         lines += more
         shapes.append(shape)
-    functions = list(dict.fromkeys([fn for fn, _ in docs] + ["exp2"]))
     lines += _family_cells_lines(cells, functions)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
@@ -599,14 +627,16 @@ def render_family_metal(
     family: dict[tuple[str, str], dict],
     exp2_docs: dict | None = None,
     gelu_specs: dict | None = None,
+    gelu_paper: dict | None = None,
 ) -> str:
     """The Metal source from ``load_family``'s specs, exp2's (``load_exp2``) and GELU's
-    (``load_specs``; the committed ones when None): every program in one set of tables, one
-    kernel pair per (op, tier) and storage type."""
+    (``load_specs``, its paper tier ``load_gelu_paper``; the committed ones when None): every
+    program in one set of tables, one kernel pair per (op, tier) and storage type."""
     from .polyspec import PolySpec
 
     exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
     gelu_specs = load_specs() if gelu_specs is None else gelu_specs
+    gelu_paper = load_gelu_paper() if gelu_paper is None else gelu_paper
     want = [(fn, tier) for tier in FAMILY_TIERS for fn in _spec_names.FAMILY_FUNCTIONS]
     if sorted(family) != sorted(want):
         raise ValueError(f"family specs for {sorted(family)}, expected {sorted(want)}")
@@ -614,13 +644,16 @@ def render_family_metal(
     shapes.update({("exp2", tier): exp2_shape(doc) for tier, doc in exp2_docs.items()})
     gelu_docs = {fn: gelu_specs[mode] for mode, fn in _table.APPROXIMATE.items()}
     shapes.update({(fn, "accurate"): gelu_shape(doc) for fn, doc in gelu_docs.items()})
+    shapes.update(family_shapes(gelu_paper))
+    # The paper tier's GELU programs are family programs (window on |x|, as SiLU's paper one).
+    own = {**family, **gelu_paper}
 
     def program(fn, tier, part):
         if fn == "exp2":
             return _MetalProgram.exp2(exp2_docs[tier], part)
-        if fn in gelu_docs:
+        if fn in gelu_docs and tier == "accurate":
             return _MetalProgram.gelu(gelu_docs[fn], part)
-        return _MetalProgram.family(PolySpec.from_dict(family[(fn, tier)][part]))
+        return _MetalProgram.family(PolySpec.from_dict(own[(fn, tier)][part]))
 
     programs = [program(*key) for key in FAMILY_METAL_PROGRAMS]
     n = 1 + max(ps.degree for ps in programs)
@@ -661,10 +694,15 @@ def render_family_metal(
         "// default_backward (GELU, accurate): "
         + ", ".join(f"{fn}={doc['default_backward']}" for fn, doc in gelu_docs.items())
     )
+    defaults.append(
+        "// default_backward (GELU, paper): "
+        + ", ".join(f"{fn}={doc['default_backward']}" for (fn, _), doc in gelu_paper.items())
+    )
     head = _metal_head(
         "family_head.metal",
         "data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,\n"
-        "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json",
+        "// data/specs/gelu_exact.json, data/specs/gelu_tanh.json and\n"
+        "// data/specs/gelu_<mode>/paper.json",
         PARTS=", ".join(specmod.PARTS),
         PROGRAMS="\n".join(index),
         DEFAULTS="\n".join(defaults),
@@ -672,7 +710,7 @@ def render_family_metal(
 
     def op_line(op, fn, tier, kind):
         ff, fdeg, fy, fd, bdeg, by = shapes[(fn, tier)]
-        window = fn in gelu_docs
+        window = fn in gelu_docs and tier == "accurate"  # GELU's own programs' window
         pf = FAMILY_METAL_PROGRAMS.index((fn, tier, "forward"))
         return (
             f"  X({op}, {tier}, {kind.upper()}, {pf}, {_METAL_FORMS[ff]}, {fdeg + 1}, "
@@ -681,7 +719,8 @@ def render_family_metal(
         )
 
     ops = [op_line(op, fn, tier, kind) for op, fn, kind in FAMILY_OPS for tier in FAMILY_TIERS]
-    gelu_ops = [op_line(op, fn, "accurate", kind) for op, fn, kind in _spec_names.GELU_OPS]
+    gelu_ops = [op_line(op, fn, tier, kind) for op, fn, kind in _spec_names.GELU_OPS
+                for tier in _spec_names.GELU_TIERS[op]]  # fmt: skip
     tables = [
         f"#define TG_FAMILY_N {n}  // coefficients per row (the highest degree + 1)",
         f"#define TG_FAMILY_PROGRAMS {len(programs)}",
@@ -709,8 +748,8 @@ def render_family_metal(
         "// coefficients, derivative variable), the shapes of family_coeffs.h's TG_FAMILY_SHAPES.",
         "#define TG_FAMILY_OPS(X) \\",
         " \\\n".join(ops),
-        "// GELU's rows (family.h's TG_GELU_OPS), approximate='none' and 'tanh' of the op gelu:",
-        "// the accurate tier only (GELU has no other).",
+        "// GELU's rows (family.h's TG_GELU_OPS), approximate='none' and 'tanh' of the op gelu,",
+        "// in each tier they have.",
         "#define TG_GELU_OPS(X) \\",
         " \\\n".join(gelu_ops),
         "// Every row of the kernels' table.",

@@ -55,6 +55,7 @@ minimax fit aims at every bound at once; the coefficients are rounded to float32
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -70,7 +71,9 @@ F64 = np.float64
 FUNCTIONS = _spec_names.FAMILY_FUNCTIONS  # the table's (turbogelu/_table.py)
 ABS_BOUND = 3e-5
 # The 1-ulp bound holds for x >= this (below, the absolute bound; -inf: every input).
-ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0, "softplus": -3.0}
+ONE_ULP_FROM = {"sigmoid": -3.0, "tanh": -math.inf, "silu": -3.0, "softplus": -3.0,
+                # GELU's paper-tier programs (their targets' names), measured as SiLU's.
+                "gelu": -3.0, "gelu_tanh": -3.0}  # fmt: skip
 FORMATS = ("bfloat16", "float16")
 # The float32 measurement inside the clamp: u = k GRID_STEP on [0, L], both signs, plus the
 # CLAMP_NEIGHBOURS float32 values below +-fl(L) (beyond it: the asymptote's tail_error).
@@ -314,9 +317,20 @@ def build_spec(function: str) -> dict:
 # The source paper's Table 2 programs, by function: (the forward's row, the backward's row or
 # None). Each is ``table2.Row.same``: the paper's form at the (L_i, L_c) of table2's grid
 # search, fitted by minimax with bfloat16 coefficients and a search among their neighbours.
-# The paper has a derivative row for sigmoid only; tanh and SiLU take the matched derivative.
+# The paper has a derivative row for sigmoid only; tanh, SiLU and GELU take the matched
+# derivative. GELU's rows (_table.GELU: the op gelu's approximate='none' and 'tanh') both run
+# the paper's "GELU D5" form (x/2 + P5(x^2)) at its (L_i, L_c): fitted to erf's GELU, which the
+# paper's row is, and to the tanh form (PAPER_TARGETS; the paper has no program for it).
 PAPER_ROWS = {"sigmoid": ("sigmoid D3", "sigmoid' D4"), "tanh": ("tanh D4", None),
-              "silu": ("SiLU D3", None)}  # fmt: skip
+              "silu": ("SiLU D3", None), "gelu_none": ("GELU D5", None),
+              "gelu_tanh": ("GELU D5", None)}  # fmt: skip
+PAPER_TARGETS = {"gelu_tanh": "gelu_tanh"}  # the function whose row is fitted to another target
+# The functions with a paper tier: the family's and GELU's rows (data/specs/<function>/paper.json).
+PAPER_FUNCTIONS = tuple(
+    fn
+    for fn in (*FUNCTIONS, *(o.program for o in _table.GELU))
+    if "paper" in _table.program_tiers(fn)
+)
 TIERS = _spec_names.FAMILY_TIERS
 
 
@@ -330,10 +344,15 @@ def build_paper_spec(function: str) -> dict:
     if function not in PAPER_ROWS:
         raise ValueError(f"function must be one of {tuple(PAPER_ROWS)}, got {function!r}")
     fwd_row, bwd_row = PAPER_ROWS[function]
-    fwd = table2.get_row(fwd_row).same.fit("remez+search")
+    config = table2.get_row(fwd_row).same
+    if function in PAPER_TARGETS:
+        config = dataclasses.replace(config, target=PAPER_TARGETS[function])
+    fwd = config.fit("remez+search")
     match = matched(fwd)
     direct = match if bwd_row is None else table2.get_row(bwd_row).same.fit("remez+search")
     meta = {"row": fwd_row, "fit": "remez+search (table2.Row.same)"}
+    if function in PAPER_TARGETS:
+        meta["target"] = f"{PAPER_TARGETS[function]} (the row's form and (L_i, L_c), refitted)"
     d_meta = (
         {"row": None, "fit": "the paper has no row: the matched derivative"}
         if bwd_row is None
@@ -481,7 +500,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog=COMMAND, description="Fit the accurate tier's program of an activation function."
     )
-    ap.add_argument("function", choices=FUNCTIONS)
+    ap.add_argument("function", choices=dict.fromkeys((*FUNCTIONS, *PAPER_FUNCTIONS)))
     ap.add_argument("--tier", choices=TIERS, default="accurate", help="which tier's spec")
     ap.add_argument("--out", type=Path, help="write here instead of data/specs/<function>/")
     ap.add_argument(
@@ -499,6 +518,8 @@ def main(argv=None) -> int:
         ):
             print(row)
         return 0
+    if args.function not in FUNCTIONS and args.tier != "paper":
+        ap.error(f"{args.function} has only a paper tier here (its accurate programs: fit --all)")
     build = build_spec if args.tier == "accurate" else build_paper_spec
     text = spec.dumps(build(args.function), args.tier)
     out = args.out if args.out is not None else spec.spec_path(args.function, args.tier)

@@ -11,6 +11,7 @@ files                                   fitted by
 ``cells/<function>.json``               ``turbogelu.approx.family_cells``
 ``packed/*.json``                       ``turbogelu.approx.packed``
 ``<function>/<tier>.json``              ``turbogelu.approx.family_programs``
+``gelu_<mode>/paper.json``              ``turbogelu.approx.family_programs``
 ``exp2/<tier>.json``                    ``turbogelu.approx.exp2_programs``
 ======================================  ===========================================
 
@@ -100,10 +101,17 @@ def _packed_paths() -> list[Path]:
 
 
 def _family_tiers() -> list[tuple[str, str]]:
-    """(function, tier) of every family spec: each fitted function in each tier it ships."""
+    """(function, tier) of every family spec: each fitted function in each tier it ships, and
+    GELU's rows' paper tier (their accurate programs are GELU's own specs, above)."""
     from . import family_programs
 
-    return [(fn, t) for fn in family_programs.FUNCTIONS for t in _table.program_tiers(fn)]
+    own = [(fn, t) for fn in family_programs.FUNCTIONS for t in _table.program_tiers(fn)]
+    gelu = [
+        (fn, "paper")
+        for fn in family_programs.PAPER_FUNCTIONS
+        if fn not in family_programs.FUNCTIONS
+    ]
+    return own + gelu
 
 
 def _family(force: bool) -> int:

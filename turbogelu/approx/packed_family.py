@@ -54,7 +54,9 @@ from .polyspec import PolySpec, replay
 from .replay import Arith, poly
 
 FMT = "bfloat16"
-OPS = family_programs.OPS  # op -> the function whose programs it runs
+# op -> the function whose programs it runs; GELU's rows too (their paper tier: CUDA's packed
+# path runs it as the family's, called gelu(x, approximate, tier="paper"))
+OPS = {**family_programs.OPS, **{o.name: o.program for o in _table.GELU if "paper" in o.tiers}}
 # The functions with a paper tier, which is what the packed path runs (softplus has none).
 FUNCTIONS = tuple(f for f in family_programs.FUNCTIONS if "paper" in _table.program_tiers(f))
 PARTS = ("forward", "backward_direct", "backward_matched")

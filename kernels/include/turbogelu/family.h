@@ -46,31 +46,27 @@ constexpr Kind kind_of(FamilyOp op) {
 // GELU's programs as the family's (gelu_coeffs.h's sets, whose form is family_eval.h's with
 // P's variable in x^2 and the window on fl(x^2) <= fl(clamp^2)): the forward x/2 + x^2 P
 // (XHalfPlusEven: x above, -0.0 below), the derivative 1/2 + x Q (HalfPlusOdd: 1 above,
-// 0 below). GELU has no paper-tier program: that tier's names alias the accurate one's and
-// are not shipped (the op never asks for them). Its packed programs (CUDA's opt-in bfloat16
-// path: gelu_coeffs.h's *_packed_bf16 sets, a fit of their own of each direction) are
+// 0 below). Their paper tier (the source paper's D5 form x/2 + P(x^2), fitted to each form)
+// is a family program of family_coeffs.h (<fn>_paper_*, shapes::<fn>_paper from
+// TG_FAMILY_SHAPES), whose window is on |x| as the family's. Its packed programs (CUDA's opt-in
+// bfloat16 path: gelu_coeffs.h's *_packed_bf16 sets, a fit of their own of each direction) are
 // <fn>_packed_forward and <fn>_packed_backward, of shape shapes::<fn>_packed.
 namespace coeffs {
-#define TG_GELU_PROGRAMS(op, fn, kind)                                                           \
-  inline constexpr FamilyProgram fn##_accurate_forward =                                         \
-      gelu_as_program(fn##_forward, -0.0f, 0.0f);                                                \
-  inline constexpr FamilyProgram fn##_accurate_backward_direct =                                 \
-      gelu_as_program(fn##_backward_direct, 0.0f, 1.0f);                                         \
-  inline constexpr FamilyProgram fn##_accurate_backward_matched =                                \
-      gelu_as_program(fn##_backward_matched, 0.0f, 1.0f);                                        \
-  inline constexpr bool fn##_accurate_default_backward_is_direct =                               \
-      fn##_default_backward_is_direct;                                                           \
-  inline constexpr bool fn##_accurate_shipped = true;                                            \
-  inline constexpr FamilyProgram fn##_paper_forward = fn##_accurate_forward;                     \
-  inline constexpr FamilyProgram fn##_paper_backward_direct = fn##_accurate_backward_direct;     \
-  inline constexpr FamilyProgram fn##_paper_backward_matched = fn##_accurate_backward_matched;   \
-  inline constexpr bool fn##_paper_default_backward_is_direct = fn##_default_backward_is_direct; \
-  inline constexpr bool fn##_paper_shipped = false;                                              \
-  inline constexpr FamilyCells fn##_family_cells = {                                             \
-      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells};           \
-  inline constexpr FamilyProgram fn##_packed_forward =                                           \
-      gelu_as_program(fn##_forward_packed_bf16, -0.0f, 0.0f);                                    \
-  inline constexpr FamilyProgram fn##_packed_backward =                                          \
+#define TG_GELU_PROGRAMS(op, fn, kind)                                                 \
+  inline constexpr FamilyProgram fn##_accurate_forward =                               \
+      gelu_as_program(fn##_forward, -0.0f, 0.0f);                                      \
+  inline constexpr FamilyProgram fn##_accurate_backward_direct =                       \
+      gelu_as_program(fn##_backward_direct, 0.0f, 1.0f);                               \
+  inline constexpr FamilyProgram fn##_accurate_backward_matched =                      \
+      gelu_as_program(fn##_backward_matched, 0.0f, 1.0f);                              \
+  inline constexpr bool fn##_accurate_default_backward_is_direct =                     \
+      fn##_default_backward_is_direct;                                                 \
+  inline constexpr bool fn##_accurate_shipped = true;                                  \
+  inline constexpr FamilyCells fn##_family_cells = {                                   \
+      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells}; \
+  inline constexpr FamilyProgram fn##_packed_forward =                                 \
+      gelu_as_program(fn##_forward_packed_bf16, -0.0f, 0.0f);                          \
+  inline constexpr FamilyProgram fn##_packed_backward =                                \
       gelu_as_program(fn##_backward_packed_bf16, 0.0f, 1.0f);
 TG_GELU_OPS(TG_GELU_PROGRAMS)
 #undef TG_GELU_PROGRAMS
@@ -111,7 +107,6 @@ TG_FAMILY_SHAPES(TG_SHAPE)
     static_assert(coeffs::fn##_backward_direct.degree == coeffs::fn##_backward_matched.degree, \
                   "the kernels evaluate both derivatives at one degree");                      \
   };                                                                                           \
-  using fn##_paper = fn##_accurate;                                                            \
   struct fn##_packed {                                                                         \
     static constexpr bool cells = false;                                                       \
     static constexpr Form ff = Form::XHalfPlusEven;                                            \

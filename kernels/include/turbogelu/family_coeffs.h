@@ -1,8 +1,10 @@
 // GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from
-// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json and
-// data/specs/cells/<function>.json (python -m turbogelu fit --all).
+// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,
+// data/specs/gelu_<mode>/paper.json and data/specs/cells/<function>.json
+// (python -m turbogelu fit --all).
 //
-// The activation family's programs in the shape of family_eval.h, each tier's, and
+// The activation family's programs in the shape of family_eval.h, each tier's (GELU's
+// rows: their paper tier; their accurate programs are family.h's), and
 // TG_FAMILY_SHAPES(X): X(function, tier, forward form, forward degree, forward in x^2,
 // backward form, backward degree, backward in x^2), the shapes the kernels are
 // compiled for.
@@ -132,6 +134,38 @@ inline constexpr FamilyProgram softplus_paper_backward_matched = softplus_accura
 inline constexpr bool softplus_paper_default_backward_is_direct = softplus_accurate_default_backward_is_direct;
 inline constexpr bool softplus_paper_shipped = false;
 
+// gelu_none, paper tier: python -m turbogelu fit --all
+// gelu (x/2 + even): r(u) ~ u^0 P(z), z = 2 y / 3.6^2 - 1, degree 5, fit on [0, 3.6], clamp 3.34, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 1.465e-03
+inline constexpr FamilyProgram gelu_none_paper_forward = {
+    5, 0x1.ab851ep+1f, 0x1.3cp-3f, -0.0f, 0.0f,
+    {0x1.42p+0f, 0x1.5ep-1f, -0x1.a6p-3f, 0x1.02p-3f, -0x1.36p-3f, 0x1.6ep-4f}};
+// gelu_grad (1/2 + odd): r(u) ~ u^1 P(z), z = 2 y / 3.60028^2 - 1, degree 4, fit on [0, 3.60028], clamp 3.34, float32 coefficients, derivative of forward, program generic; float32 replay: max |err| 1.337e-02
+inline constexpr FamilyProgram gelu_none_paper_backward_direct = {
+    4, 0x1.ab851ep+1f, 0x1.3cp-3f, 0.0f, 1.0f,
+    {0x1.b008p-3f, -0x1.0474p-3f, 0x1.ddb4p-4f, -0x1.7ea8p-3f, 0x1.1a5dp-3f}};
+// gelu_grad (1/2 + odd): r(u) ~ u^1 P(z), z = 2 y / 3.60028^2 - 1, degree 4, fit on [0, 3.60028], clamp 3.34, float32 coefficients, derivative of forward, program generic; float32 replay: max |err| 1.337e-02
+inline constexpr FamilyProgram gelu_none_paper_backward_matched = {
+    4, 0x1.ab851ep+1f, 0x1.3cp-3f, 0.0f, 1.0f,
+    {0x1.b008p-3f, -0x1.0474p-3f, 0x1.ddb4p-4f, -0x1.7ea8p-3f, 0x1.1a5dp-3f}};
+inline constexpr bool gelu_none_paper_default_backward_is_direct = false;
+inline constexpr bool gelu_none_paper_shipped = true;
+
+// gelu_tanh, paper tier: python -m turbogelu fit --all
+// gelu_tanh (x/2 + even): r(u) ~ u^0 P(z), z = 2 y / 3.6^2 - 1, degree 5, fit on [0, 3.6], clamp 3.34, bfloat16 coefficients, remez+search, program generic; float32 replay: max |err| 1.752e-03
+inline constexpr FamilyProgram gelu_tanh_paper_forward = {
+    5, 0x1.ab851ep+1f, 0x1.3cp-3f, -0.0f, 0.0f,
+    {0x1.42p+0f, 0x1.5ep-1f, -0x1.a2p-3f, 0x1.02p-3f, -0x1.3ap-3f, 0x1.6ep-4f}};
+// gelu_tanh_grad (1/2 + odd): r(u) ~ u^1 P(z), z = 2 y / 3.60028^2 - 1, degree 4, fit on [0, 3.60028], clamp 3.34, float32 coefficients, derivative of forward, program generic; float32 replay: max |err| 1.297e-02
+inline constexpr FamilyProgram gelu_tanh_paper_backward_direct = {
+    4, 0x1.ab851ep+1f, 0x1.3cp-3f, 0.0f, 1.0f,
+    {0x1.b008p-3f, -0x1.01fcp-3f, 0x1.ddb4p-4f, -0x1.8398p-3f, 0x1.1a5dp-3f}};
+// gelu_tanh_grad (1/2 + odd): r(u) ~ u^1 P(z), z = 2 y / 3.60028^2 - 1, degree 4, fit on [0, 3.60028], clamp 3.34, float32 coefficients, derivative of forward, program generic; float32 replay: max |err| 1.297e-02
+inline constexpr FamilyProgram gelu_tanh_paper_backward_matched = {
+    4, 0x1.ab851ep+1f, 0x1.3cp-3f, 0.0f, 1.0f,
+    {0x1.b008p-3f, -0x1.01fcp-3f, 0x1.ddb4p-4f, -0x1.8398p-3f, 0x1.1a5dp-3f}};
+inline constexpr bool gelu_tanh_paper_default_backward_is_direct = false;
+inline constexpr bool gelu_tanh_paper_shipped = true;
+
 // exp2, accurate tier: python -m turbogelu fit --all
 // relative minimax of 2^f on [-1/2, 1/2] with p(0) = 1 (family_tails.exp2_coefficients(5)), float32 coefficients; float32 replay: max 2 ulp
 inline constexpr FamilyProgram exp2_accurate_forward = {
@@ -250,6 +284,8 @@ inline constexpr FamilyCells exp2_family_cells = {nullptr, nullptr, nullptr};
   X(silu, paper, XHalfPlus, 3, true, HalfPlusOdd, 2, true) \
   X(softplus, accurate, XHalfPlusNonNeg, 10, false, HalfPlusSigned, 10, false) \
   X(softplus, paper, XHalfPlusNonNeg, 10, false, HalfPlusSigned, 10, false) \
+  X(gelu_none, paper, XHalfPlus, 5, true, HalfPlusOdd, 4, true) \
+  X(gelu_tanh, paper, XHalfPlus, 5, true, HalfPlusOdd, 4, true) \
   X(exp2, accurate, Exp2Nearest, 5, false, Exp2Nearest, 5, false) \
   X(exp2, paper, Exp2Floor, 2, false, Exp2Floor, 2, false)
 

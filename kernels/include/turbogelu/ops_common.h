@@ -43,34 +43,51 @@ inline bool is_tanh(c10::string_view approximate) {
   return approximate == "tanh";
 }
 
-// What one call of a GELU op runs: its coefficient set (gelu_coeffs.h: the polynomial every
-// backend has; CUDA's packed path is chosen from it) and the same program as a row of the
-// kernels' table (family.h's TG_GELU_OPS: the CPU runs it through the family's kernels).
+// The tier of a call of op (a row of the kernels' table), checked: the names the ops take
+// and whether op has programs in it.
+inline Tier family_tier(FamilyOp op, c10::string_view tier) {
+  TORCH_CHECK_VALUE(tier == "accurate" || tier == "paper", "turbogelu.", family_op(op).name,
+                    ": tier must be 'accurate' or 'paper', got '", tier, "'");
+  const Tier t = tier == "accurate" ? kTier_accurate : kTier_paper;
+  TORCH_CHECK_VALUE(family_op(op, t).shipped, "turbogelu.", family_op(op).name, ": there is no '",
+                    tier, "' tier for ", family_op(op).name,
+                    " (the source paper has no program for it); use tier='accurate'");
+  return t;
+}
+
+// What one call of a GELU op runs: its row of the kernels' table (family.h's TG_GELU_OPS: the
+// CPU and CUDA run it through the family's kernels) in its tier, with the derivative asked
+// for, and the accurate tier's coefficient set (gelu_coeffs.h), which the benchmark's Estrin
+// scheme and CUDA's packed path read (accurate tier only).
 struct GeluProgram {
   const PolyCoeffs& k;
   FamilyOp row;
+  Tier tier;
   bool direct;  // the derivative: a fit of GELU' (else the forward's own derivative)
 };
 
-inline GeluProgram forward_program(c10::string_view approximate) {
-  if (is_tanh(approximate)) return {coeffs::gelu_tanh_forward, kFamily_gelu_tanh, true};
-  return {coeffs::gelu_none_forward, kFamily_gelu_none, true};
+inline GeluProgram forward_program(c10::string_view approximate, c10::string_view tier) {
+  if (is_tanh(approximate))
+    return {coeffs::gelu_tanh_forward, kFamily_gelu_tanh, family_tier(kFamily_gelu_tanh, tier),
+            true};
+  return {coeffs::gelu_none_forward, kFamily_gelu_none, family_tier(kFamily_gelu_none, tier), true};
 }
 
-inline GeluProgram backward_program(c10::string_view approximate, c10::string_view backward) {
+inline GeluProgram backward_program(c10::string_view approximate, c10::string_view backward,
+                                    c10::string_view tier) {
   TORCH_CHECK_VALUE(backward == "default" || backward == "direct" || backward == "matched",
                     "turbogelu: backward must be 'default', 'direct' or 'matched', got '", backward,
                     "'");
   const bool tanh = is_tanh(approximate);
-  bool direct = backward == "direct";
-  if (backward == "default")
-    direct = tanh ? coeffs::gelu_tanh_default_backward_is_direct
-                  : coeffs::gelu_none_default_backward_is_direct;
   const FamilyOp row = tanh ? kFamily_gelu_tanh : kFamily_gelu_none;
+  const Tier t = family_tier(row, tier);
+  // The tier's own default (the accurate tier's is gelu_coeffs.h's, through family.h).
+  const bool direct =
+      backward == "default" ? family_op(row, t).default_direct : backward == "direct";
   if (tanh)
-    return {direct ? coeffs::gelu_tanh_backward_direct : coeffs::gelu_tanh_backward_matched, row,
+    return {direct ? coeffs::gelu_tanh_backward_direct : coeffs::gelu_tanh_backward_matched, row, t,
             direct};
-  return {direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched, row,
+  return {direct ? coeffs::gelu_none_backward_direct : coeffs::gelu_none_backward_matched, row, t,
           direct};
 }
 
@@ -117,24 +134,25 @@ inline at::Tensor result_buffer(const at::Tensor& out, const at::Tensor& x) {
 template <class B>
 struct GeluOps {
   static at::Tensor gelu(const at::Tensor& x, c10::string_view approximate,
-                         c10::string_view backward) {
+                         c10::string_view backward, c10::string_view tier) {
     B::check_device(x, x, "gelu", "x");
     check_dtype(x, "gelu");
-    const GeluProgram k = forward_program(approximate);
-    backward_program(approximate, backward);  // validate it here too, not only at backward time
+    const GeluProgram k = forward_program(approximate, tier);
+    backward_program(approximate, backward, tier);  // validated here too, not only at backward
     typename B::Guard guard(x);
     at::Tensor out = at::empty_like(x);
     B::launch_forward(in_layout_of(x, out), out, k);
     return out;
   }
 
-  static void gelu_out(const at::Tensor& x, c10::string_view approximate, const at::Tensor& out) {
+  static void gelu_out(const at::Tensor& x, c10::string_view approximate, c10::string_view tier,
+                       const at::Tensor& out) {
     B::check_device(x, x, "gelu", "x");
     B::check_device(out, x, "gelu", "out");
     check_dtype(x, "gelu");
     TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "turbogelu.gelu: out has dtype ",
                      out.scalar_type(), " but x has dtype ", x.scalar_type());
-    const GeluProgram k = forward_program(approximate);
+    const GeluProgram k = forward_program(approximate, tier);
     check_out_shape(out, x, "gelu");
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, x);
@@ -146,8 +164,9 @@ struct GeluOps {
     if (!target.is_same(out)) out.copy_(target);
   }
 
-  static void gelu_inplace(const at::Tensor& x, c10::string_view approximate) {
-    gelu_out(x, approximate, x);
+  static void gelu_inplace(const at::Tensor& x, c10::string_view approximate,
+                           c10::string_view tier) {
+    gelu_out(x, approximate, tier, x);
   }
 
   static void check_backward_args(const at::Tensor& grad, const at::Tensor& x) {
@@ -162,9 +181,10 @@ struct GeluOps {
   }
 
   static at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& x,
-                                  c10::string_view approximate, c10::string_view backward) {
+                                  c10::string_view approximate, c10::string_view backward,
+                                  c10::string_view tier) {
     check_backward_args(grad, x);
-    const GeluProgram k = backward_program(approximate, backward);
+    const GeluProgram k = backward_program(approximate, backward, tier);
     typename B::Guard guard(x);
     at::Tensor out = at::empty_like(x);
     B::launch_backward(in_layout_of(grad, out), in_layout_of(x, out), out, k);
@@ -173,13 +193,13 @@ struct GeluOps {
 
   static void gelu_backward_out(const at::Tensor& grad, const at::Tensor& x,
                                 c10::string_view approximate, c10::string_view backward,
-                                const at::Tensor& out) {
+                                c10::string_view tier, const at::Tensor& out) {
     check_backward_args(grad, x);
     B::check_device(out, x, "gelu_backward", "out");
     TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(),
                      "turbogelu.gelu_backward: out has dtype ", out.scalar_type(),
                      " but x has dtype ", x.scalar_type());
-    const GeluProgram k = backward_program(approximate, backward);
+    const GeluProgram k = backward_program(approximate, backward, tier);
     check_out_shape(out, x, "gelu_backward");
     at::assert_no_internal_overlap(out);
     at::assert_no_partial_overlap(out, x);
@@ -192,16 +212,6 @@ struct GeluOps {
 };
 
 // ---------------------------------------------------------------- the family
-
-inline Tier family_tier(FamilyOp op, c10::string_view tier) {
-  TORCH_CHECK_VALUE(tier == "accurate" || tier == "paper", "turbogelu.", family_op(op).name,
-                    ": tier must be 'accurate' or 'paper', got '", tier, "'");
-  const Tier t = tier == "accurate" ? kTier_accurate : kTier_paper;
-  TORCH_CHECK_VALUE(family_op(op, t).shipped, "turbogelu.", family_op(op).name, ": there is no '",
-                    tier, "' tier for ", family_op(op).name,
-                    " (the source paper has no program for it); use tier='accurate'");
-  return t;
-}
 
 // The call of op in `tier` with `backward`'s derivative; softcap's cap is checked and rounded
 // here (it must stay positive and finite in float32, and so must 1/cap).
@@ -236,11 +246,12 @@ inline FamilyCall family_call(FamilyOp op, c10::string_view tier_name, c10::stri
   return c;
 }
 
-// The family's call of a GELU program: its row's accurate tier, with the derivative asked for
+// The family's call of a GELU program: its row in its tier, with the derivative asked for
 // (the backends that run GELU through the family's kernels).
 inline FamilyCall gelu_call(const GeluProgram& p) {
   Tier tier;
-  return family_call(p.row, "accurate", p.direct ? "direct" : "matched", 1.0, &tier);
+  return family_call(p.row, p.tier == kTier_paper ? "paper" : "accurate",
+                     p.direct ? "direct" : "matched", 1.0, &tier);
 }
 
 inline void check_like(const at::Tensor& t, const at::Tensor& x, const char* op, const char* what,
