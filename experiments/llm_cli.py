@@ -1,10 +1,12 @@
-"""``python -m experiments llm {seed,swap,noise,throughput,all}``: the command line of the
+"""``python -m experiments llm {seed,swap,ablation,noise,throughput,all}``: the command line of the
 language-model protocols (issue 18). Free of torch at import time (the CLI's parser is built
 for every subcommand): the settings are in ``experiments.llm_settings``, the protocols in
 ``experiments.llm_protocols``, the figures and text in ``experiments.llm_report``.
 
-Files: ``<out-dir>/llm_{seed,swap,noise,throughput}.json`` (``llm_quick_*`` with ``--quick``)
-and PNGs beside them.
+Files: ``<out-dir>/llm_{seed,swap,ablation,noise,throughput}.json`` (``llm_quick_*`` with
+``--quick``) and PNGs beside them. ``ablation`` (the source paper's Table 6 in miniature,
+``experiments.llm_ablation``) evaluates the seed protocol's native checkpoint: ``all`` runs it
+on the seed run's models, ``ablation`` alone trains the native runs first, as ``swap`` does.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .llm_settings import (
 )
 
 TASKS = ("gelu", "b1", "b2", "b3", "b4")  # experiments.llm.TASKS (checked there)
-PROTOCOLS = ("seed", "swap", "noise", "throughput", "all")
+PROTOCOLS = ("seed", "swap", "ablation", "noise", "throughput", "all")
 
 
 def add_arguments(p) -> None:
@@ -35,8 +37,10 @@ def add_arguments(p) -> None:
         "protocol",
         choices=PROTOCOLS,
         help="seed: one longer run per task and arm; swap: the native run's checkpoint with the "
-        "polynomial functions swapped in; noise: seeds x arms, paired intervals; throughput: "
-        "both arms timed in one process; all: the four (swap from the seed protocol's run)",
+        "polynomial functions swapped in; ablation: that checkpoint with D4 programs fitted by "
+        "endpoint LS and by minimax (the paper's Table 6); noise: seeds x arms, paired "
+        "intervals; throughput: both arms timed in one process; all: every one (swap and "
+        "ablation from the seed protocol's run)",
     )
     p.add_argument(
         "--quick",
@@ -57,6 +61,13 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1)")
     p.add_argument(
         "--tier", choices=("accurate", "paper"), default="accurate", help="the ops' tier"
+    )
+    p.add_argument(
+        "--minimax",
+        choices=("auto", "remez", "sollya"),
+        default="auto",
+        help="ablation: the minimax fitter (auto: Sollya's fpminimax when sollya is on PATH, "
+        "else this project's Remez with a bfloat16 neighbour search)",
     )
     p.add_argument("--root", default=None, help="data root holding shakespeare/ (data/)")
     p.add_argument("--out-dir", default="results", help="where JSON and PNG go (results/)")
@@ -137,16 +148,16 @@ def main(args) -> int:
         written.append(records.write_json(out_dir / f"{prefix}{name}.json", payload))
 
     p = args.protocol
-    if p in ("seed", "swap", "all"):
+    if p in ("seed", "swap", "ablation", "all"):
         t0 = time.perf_counter()
         arms = llm_protocols.arms(args.tier)
-        if p == "swap":  # the native run alone: its checkpoint is what is swapped
+        if p in ("swap", "ablation"):  # the native run alone: its checkpoint is what is swapped
             arms = {"native": arms["native"]}
         res, models = llm_protocols.run_seed_protocol(
             tasks, seed_s, corpus, args.seed, arms_=arms, progress=args.progress, log=log
         )
         wall = time.perf_counter() - t0
-        if p != "swap":
+        if p in ("seed", "all"):
             log(llm_report.seed_text(res))
             meta = llm_protocols.meta(seed_s, command, seed=args.seed, wall_seconds=wall)
             from .llm_settings import PAPER_SOURCE, PAPER_TABLE7
@@ -155,7 +166,7 @@ def main(args) -> int:
             payload = {"kind": "experiments.llm.seed", "meta": meta, **res, "paper": paper}
             save("seed", payload)
             plot(llm_report.plot_seed_curves, payload, "seed_curves")
-        if p != "seed":
+        if p in ("swap", "all"):
             t1 = time.perf_counter()
             rows = llm_protocols.run_swap_protocol(models, seed_s, corpus)
             log(llm_report.swap_text(rows))
@@ -175,6 +186,20 @@ def main(args) -> int:
             }
             save("swap", payload)
             plot(llm_report.plot_swap, rows, "swap")
+        if p in ("ablation", "all"):
+            from . import llm_ablation
+
+            t1 = time.perf_counter()
+            body = llm_ablation.run_ablation(models, seed_s, corpus, minimax=args.minimax, log=log)
+            log(llm_report.ablation_text(body))
+            meta = llm_protocols.meta(
+                seed_s, command, seed=args.seed, trained_with="native", training_seconds=wall,
+                wall_seconds=time.perf_counter() - t1, dtype=", ".join(body["dtype"]),
+                minimax_fitter=body["minimax_fitter"],
+            )  # fmt: skip
+            payload = {"kind": "experiments.llm.ablation", "meta": meta, **body}
+            save("ablation", payload)
+            plot(llm_report.plot_ablation, payload, "ablation")
     if p in ("noise", "all"):
         t0 = time.perf_counter()
         res = llm_protocols.run_noise_protocol(

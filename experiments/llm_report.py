@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .llm_settings import PAPER_TABLE4, PAPER_TABLE5, PAPER_TABLE7
+from .llm_settings import PAPER_TABLE4, PAPER_TABLE5, PAPER_TABLE6, PAPER_TABLE7
 from .records import save_png
 
 MEASURES = (("final_train_loss_smoothed", "smoothed train loss"), ("final_val_loss", "val loss"))
@@ -211,3 +211,124 @@ def throughput_text(rows: Sequence[dict]) -> str:
             + paper
         )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the Table 6 ablation
+
+
+def _paper6(task: str, form: str) -> str:
+    """The paper's Table 6 rows our ``task`` stands for, at ``form`` (or "")."""
+    out = []
+    for p in PAPER_TABLE6:
+        r = p["rows"].get(form) if p["task"] == task else None
+        if r:
+            a, b = r["perplexity"]
+            out.append(
+                f"{p['model']} ({p['operator']}): {a:,.3f} → {b:,.3f}, "
+                f"{r['accuracy_change_pp']:+.2f} pp"
+            )
+    return "; ".join(out)
+
+
+def _ablation_rows(result: dict, condition: str) -> list[dict]:
+    return [r for r in result["rows"] if r["condition"] == condition]
+
+
+def ablation_text(result: dict) -> str:
+    """The ablation as trained, per task and form, and whether the inputs reached a clamp."""
+    lines = [f"ablation (Table 6): minimax by {result['minimax_fitter']}; dtype "
+             f"{', '.join(result['dtype'])}"]  # fmt: skip
+    for r in _ablation_rows(result, "trained"):
+        lines.append(
+            f"  {r['task']:4s} {r['form']:11s} val loss {r['val_loss']:.5f}  perplexity "
+            f"{r['perplexity']:.4f}  accuracy {r['accuracy']:.4f}  change "
+            f"{r['delta_val_loss']:+.2e} / {100 * r['accuracy_change']:+.2f} pp"
+        )
+    for task, sites in result["ranges"].items():
+        for site, o in sites["trained"].items():
+            lines.append(
+                f"  {task:4s} {site:7s} inputs [{o['min']:.4g}, {o['max']:.4g}], clamp "
+                f"{o['clamp']:.5g}: {o['beyond_clamp']} of {o['values']:,} beyond"
+            )
+    return "\n".join(lines)
+
+
+def render_table6(result: dict) -> str:
+    """Markdown: the ablation as trained beside the paper's Table 6, the stress test, and the
+    programs swapped in."""
+    ranges = result["ranges"]
+    lines = [
+        "| task | form | val loss | perplexity (per char) | next-char accuracy | accuracy change"
+        " | inputs reached / clamp | paper Table 6: perplexity native → variant, accuracy |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in _ablation_rows(result, "trained"):
+        site = result["task_sites"][r["task"]]
+        o = ranges[r["task"]]["trained"][site]
+        reach = (
+            f"{site}: [{o['min']:.3g}, {o['max']:.3g}] / {o['clamp']:.4g}"
+            if r["form"] == "native"
+            else ""
+        )
+        change = "" if r["form"] == "native" else f"{100 * r['accuracy_change']:+.2f} pp"
+        lines.append(
+            f"| {r['task']} | {r['form']} | {r['val_loss']:.4f} | {r['perplexity']:.4f} "
+            f"| {r['accuracy']:.4f} | {change} | {reach} | {_paper6(r['task'], r['form'])} |"
+        )
+    conds = [c for c in dict.fromkeys(r["condition"] for r in result["rows"]) if c != "trained"]
+    if conds:
+        lines += [
+            "",
+            "| task | inputs stretched | share beyond the clamp | native val loss "
+            "| change: endpoint-ls | change: minimax | changed predictions (LS / minimax) |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for c in conds:
+            rs = {(r["task"], r["form"]): r for r in _ablation_rows(result, c)}
+            for task in dict.fromkeys(t for t, _ in rs):
+                site = result["task_sites"][task]
+                o = ranges[task][c][site]
+                n, ls, mm = (rs[task, f] for f in ("native", "endpoint-ls", "minimax"))
+                lines.append(
+                    f"| {task} | {site}: to {o['max_abs_over_clamp']:.3g} × clamp "
+                    f"| {100 * o['share_beyond_clamp']:.1f} % | {n['val_loss']:.4f} "
+                    f"| {ls['delta_val_loss']:+.2e} | {mm['delta_val_loss']:+.2e} "
+                    f"| {ls['changed_predictions']} / {mm['changed_predictions']} |"
+                )
+    lines += [
+        "",
+        "| function | D4 form | L_i | L_c | max error: endpoint-ls | max error: minimax |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for fn, p in result["programs"].items():
+        ls, mm = p["endpoint-ls"], p["minimax"]
+        lines.append(
+            f"| {fn} | {ls['reduced_form']} "
+            f"| {ls['fit_interval']:g} | {ls['clamp']:g} | {ls['max_abs_error']:.2e} "
+            f"| {mm['max_abs_error']:.2e} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_ablation(result: dict, path: str | Path | None = None):
+    """The validation-loss change against native per task, as trained and under each
+    stretch, one panel per fitted form."""
+    forms = [f for f in result["forms"] if f != "native"]
+    conds = list(dict.fromkeys(r["condition"] for r in result["rows"]))
+    tasks = list(dict.fromkeys(r["task"] for r in result["rows"]))
+    fig, axes = _figure(1, len(forms), (5.0 * len(forms), 3.8))
+    for j, form in enumerate(forms):
+        ax = axes[0][j]
+        for k, c in enumerate(conds):
+            vals = [next(r["delta_val_loss"] for r in result["rows"]
+                         if r["task"] == t and r["form"] == form and r["condition"] == c)
+                    for t in tasks]  # fmt: skip
+            ax.bar([i + (k - (len(conds) - 1) / 2) * 0.25 for i in range(len(tasks))], vals,
+                   0.25, label=c)  # fmt: skip
+        ax.axhline(0, color="k", lw=0.5)
+        ax.set_xticks(range(len(tasks)), tasks)
+        ax.set(ylabel="val loss - native val loss", title=f"{form} (D4, bfloat16)")
+        ax.set_yscale("symlog", linthresh=1e-5)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=7, title="inputs", title_fontsize=7)
+    return save_png(fig, path)

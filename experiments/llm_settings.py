@@ -102,3 +102,66 @@ CPU_CAVEAT = (
     "pipelines are a GPU's; a CPU has no SFU, runs float32 here, and its matrix products "
     "dominate a step of a model this small, so its ratios say nothing about a GB200's."
 )
+
+# ---------------------------------------------------------------- the Table 6 ablation
+# ``experiments.llm_ablation``: the seed protocol's native checkpoint with its activations
+# swapped for D4 programs of the paper's reduced forms (``turbogelu.approx.table2``'s readings
+# of "Dk"), bfloat16 coefficients, fitted by endpoint least squares and by a same-form minimax.
+# function -> (variable, factor, degree of P): sigmoid "1/2 + odd" and tanh "odd" as
+# sign(x) |x| P3(z): the powers 1..4 of |x|; SiLU and GELU "x/2 + even" as P4(z(x^2)).
+ABLATION_FORMS = {
+    "sigmoid": ("u", 1, 3),
+    "tanh": ("u", 1, 3),
+    "silu": ("y", 0, 4),
+    "gelu": ("y", 0, 4),
+}
+# (L_i, L_c) per function, the same for both fitters. Sigmoid: the paper's own choice for its
+# D4 centered sigmoid (its Figure 2). The others, which the paper does not give: the paper's
+# selection rule applied to each (Figure 2 (b): endpoint LS with bfloat16 coefficients, the
+# least max error of the whole program over the grid ``ABLATION_GRIDS``, L_c <= L_i + 1),
+# found with ``turbogelu.approx.search.grid_search``; tests/test_llm_ablation.py checks that
+# each is no worse than its grid neighbours.
+ABLATION_POINTS = {
+    "sigmoid": (5.0, 5.28125),
+    "tanh": (2.6875, 2.7625),
+    "silu": (5.75, 5.75),
+    "gelu": (3.0, 3.0),
+}
+ABLATION_GRIDS = {  # search.parse_values texts of L_i and L_c
+    "tanh": ("2:3.5:0.0625", "2.2:3.4:0.03125"),
+    "silu": ("4.5:6.5:0.125", "4.5:6.5:0.0625"),
+    "gelu": ("2.5:4.5:0.125", "2.5:4.5:0.0625"),
+}
+# The stress test: each site's inputs multiplied by the factor that takes their largest
+# magnitude (native, as trained) to each of these multiples of the program's clamp (outputs of
+# SiLU, GELU and SwiGLU divided by it, so their scale stays), native and programs alike: a
+# share of the inputs beyond the clamps whatever the trained range (a factor common to all
+# sites would not do: the softcap's tanh sees s / 50, two orders below its clamp). One reach
+# keeps the full run's ablation to seconds (each reach is three more evaluations per task).
+ABLATION_REACHES = (8.0,)
+
+# Table 6: same-checkpoint D4 ablations of open-weight models. Accuracy: change of the
+# unweighted mean over seven tasks (variant minus native, percentage points); perplexity:
+# WikiText-2 word perplexity, native -> variant; prefill / decode: throughput ratios variant /
+# native. "minimax" is the paper's "Sollya minimax" column. ``task``: our nearest task.
+PAPER_TABLE6 = [
+    {"model": "Qwen2.5 7B", "operator": "Dense SwiGLU", "task": "b1", "rows": {
+        "endpoint-ls": {"accuracy_change_pp": -0.51, "perplexity": (8.734, 197.677),
+                        "prefill": 1.035, "decode": 1.013},
+        "minimax": {"accuracy_change_pp": -39.80, "perplexity": (8.734, 298700.735),
+                    "prefill": 1.036, "decode": 1.015}}},
+    {"model": "Qwen3 30B-A3B", "operator": "Expert SwiGLU", "task": "b4", "rows": {
+        "endpoint-ls": {"accuracy_change_pp": -0.10, "perplexity": (7.648, 7.655),
+                        "prefill": 1.056, "decode": 1.025},
+        "minimax": {"accuracy_change_pp": 0.04, "perplexity": (7.648, 7.651),
+                    "prefill": 1.051, "decode": 1.025}}},
+    {"model": "GLM-4.7 Flash", "operator": "Expert SwiGLU + router sigmoid", "task": "b4",
+     "rows": {
+        "endpoint-ls": {"accuracy_change_pp": -0.30, "perplexity": (11.406, 11.400),
+                        "prefill": 0.969, "decode": 1.004},
+        "minimax": {"accuracy_change_pp": -0.18, "perplexity": (11.406, 11.614),
+                    "prefill": 0.966, "decode": 1.003}}},
+]  # fmt: skip
+PAPER_TABLE6_SOURCE = (
+    "Fast Polynomial Transcendentals for LLMs (seed document 003_0783a5cae37bf496), Table 6"
+)

@@ -148,6 +148,17 @@ def _bench_paper(results: _Results) -> str:
     return bench_paper.render(result)
 
 
+def _table6(results: _Results) -> str:
+    """The source paper's Table 6 in miniature (``llm_report.render_table6``), as notebook 11
+    recorded the ablation (``python -m experiments llm ablation``)."""
+    from . import llm_report
+
+    result = results["nb11"]._data.get("ablation")
+    if result is None:
+        raise Missing("nb11.ablation (notebook 11 from before the Table 6 ablation: run it again)")
+    return llm_report.render_table6(result)
+
+
 def sweep_name(quick: bool) -> str:
     """The default sweep's folder under ``results/sweeps/`` in each mode (``sweep.out_dir``)."""
     return "default_quick" if quick else "default"
@@ -248,6 +259,7 @@ TABLES: dict[str, Callable[[_Results], str]] = {
     "table2": _table2,
     "table8": _table8,
     "bench_paper": _bench_paper,
+    "table6": _table6,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,
     "table3": _table3,

@@ -113,6 +113,11 @@ def test_quick_run_records_figures(quick_runs, stem):
         assert {r["task"] for r in data["bench_paper"]["table4"]} == {"B1", "B2", "B3", "B4"}
         assert figures["speedup_table4_B1_forward_paper"] > 0
         assert figures["speedup_table9_forward_backward_accurate"] > 0
+        # the paper's Table 6 in miniature: every task and form as trained, input ranges
+        ablation = data["ablation"]
+        trained = {(r["task"], r["form"]) for r in ablation["rows"] if r["condition"] == "trained"}
+        assert trained == {(t, f) for t in ablation["task_sites"] for f in ablation["forms"]}
+        assert any(k.startswith("ablation_") and k.endswith("_share_beyond_clamp") for k in figures)
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
         assert len(data["table8"]) == 7
         key = "table8_d2_least_squares"
