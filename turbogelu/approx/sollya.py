@@ -4,6 +4,8 @@ cross-check, never an exact reference)."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import shutil
 import subprocess
@@ -32,6 +34,17 @@ def sollya_version(executable: str | None = None) -> str | None:
     exe = executable or shutil.which("sollya")
     if exe is None:
         return None
+    try:
+        st = os.stat(exe)
+    except OSError:
+        return None
+    return _version_of(exe, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _version_of(exe: str, mtime_ns: int, size: int) -> str | None:
+    """One executable's version, asked once per process and file state (Table 2 records it
+    with every control fit)."""
     try:
         proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
