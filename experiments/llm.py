@@ -19,10 +19,16 @@ the family's at a ``tier`` (a build without one of them gets an arm whose functi
 error that says so, never a silent fallback to PyTorch's).
 Everything but the arm (initial weights, batches, dropout: none) is the same for both arms of a
 task, given the seed.
+
+Precision (``TinyLM.precision``, issue 38): "float32" (every run before issue 38), or
+"bfloat16": autocast's rule, float32 master weights and every matrix product with bfloat16
+operands and a bfloat16 result, accumulated in float32 (``bfloat16_products``), so that each
+transcendental sees and returns bfloat16 tensors, as in the source paper's bfloat16 training.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -32,10 +38,12 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 TASKS = ("gelu", "b1", "b2", "b3", "b4")
 SOFTCAP = 50.0  # Gemma 2's attention softcap (issue 18)
 EXPERTS = 4
+PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +91,8 @@ def polynomial_arm(tier: str = "accurate") -> Arm:
     have = {name: hasattr(ops, name) for name in ("silu", "sigmoid", "softcap", "swiglu")}
     return Arm(
         name="polynomial",
-        gelu=turbogelu.gelu,
+        # the GELU control at the tier too (the paper tier's D5 program since issue 38)
+        gelu=partial(turbogelu.gelu, tier=tier),
         silu=partial(ops.silu, tier=tier) if have["silu"] else _missing("silu"),
         # B3 runs the polynomial derivative in the backward too, as the paper does (autograd's
         # default for sigmoid would compute PyTorch's y * (1 - y) on the saved result).
@@ -101,6 +110,50 @@ def polynomial_arm(tier: str = "accurate") -> Arm:
         ),
         swiglu=partial(ops.swiglu, tier=tier) if have["swiglu"] else _missing("swiglu"),
     )
+
+
+def _bf16_operand(x):
+    """A product's operand rounded to bfloat16 and held in float32 (what a bfloat16 GEMM
+    multiplies); anything but a floating tensor passes unchanged."""
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.to(torch.bfloat16).float()
+    return x
+
+
+class bfloat16_products(TorchFunctionMode):
+    """Inside: every matrix product (``F.linear``, ``@``, ``mm``, ``bmm``) rounds its operands
+    to bfloat16, multiplies and accumulates in float32 and returns bfloat16, as torch.autocast's
+    bfloat16 products and a GPU's bfloat16 GEMM do; the backward's products follow through
+    autograd (bfloat16-valued gradients, float32 accumulation, rounded at each cast). The
+    cross-entropy takes float32 logits (autocast's float32 list). Emulated rather than
+    ``torch.autocast`` because this CPU's bfloat16 GEMM (no AVX512-BF16) runs a step about ten
+    times slower than float32 (``llm_settings``: the measured speeds); the rounding is the same.
+    """
+
+    PRODUCTS = frozenset({F.linear, torch.matmul, torch.Tensor.matmul, torch.mm, torch.bmm})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.PRODUCTS:
+            args = [_bf16_operand(a) for a in args]
+            kwargs = {k: _bf16_operand(v) for k, v in kwargs.items()}
+            return func(*args, **kwargs).to(torch.bfloat16)
+        if func is F.cross_entropy:
+            return func(args[0].float(), *args[1:], **kwargs)
+        return func(*args, **kwargs)
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return precision
+
+
+def precision_context(precision: str):
+    """The context a forward runs in: nothing for float32, ``bfloat16_products`` for bfloat16."""
+    if check_precision(precision) == "bfloat16":
+        return bfloat16_products()
+    return contextlib.nullcontext()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +253,8 @@ class RoutedSwiGLU(nn.Module):
             if idx.numel() == 0:
                 continue
             a, g = (flat[idx] @ self.gate_up[e]).chunk(2, dim=-1)
-            out[idx] = (self.arm.swiglu(a, g) @ self.down[e]) * weight[idx, None]
+            y = (self.arm.swiglu(a, g) @ self.down[e]) * weight[idx, None]
+            out[idx] = y.to(out.dtype)  # bfloat16 products into the float32 stream
         return out.view(b, t, w)
 
 
@@ -220,6 +274,8 @@ class Block(nn.Module):
 
 
 class TinyLM(nn.Module):
+    precision = "float32"  # or "bfloat16" (the module docstring); weights stay float32
+
     def __init__(self, cfg: Config, task: str, arm: Arm = NATIVE):
         super().__init__()
         if task not in TASKS:
@@ -233,6 +289,10 @@ class TinyLM(nn.Module):
     def forward(self, ids, targets=None):
         if ids.shape[-1] > self.cfg.context:
             raise ValueError(f"{ids.shape[-1]} tokens exceed the context of {self.cfg.context}")
+        with precision_context(self.precision):
+            return self._forward(ids, targets)
+
+    def _forward(self, ids, targets):
         x = self.embed(ids)
         for block in self.blocks:
             x = block(x)
@@ -257,10 +317,14 @@ def batches(ids, context: int, batch: int, seed: int):
         yield window[:, :-1], window[:, 1:]
 
 
-def build(cfg: Config, task: str, arm: Arm, seed: int) -> TinyLM:
-    """The model with initial weights drawn from ``seed`` alone (so both arms start equal)."""
+def build(cfg: Config, task: str, arm: Arm, seed: int, precision: str = "float32") -> TinyLM:
+    """The model with initial weights drawn from ``seed`` alone (so both arms start equal),
+    computing at ``precision``."""
+    check_precision(precision)
     torch.manual_seed(seed)
-    return TinyLM(cfg, task, arm)
+    model = TinyLM(cfg, task, arm)
+    model.precision = precision
+    return model
 
 
 def tokens_per_second(

@@ -3,7 +3,7 @@ language-model protocols (issue 18). Free of torch at import time (the CLI's par
 for every subcommand): the settings are in ``experiments.llm_settings``, the protocols in
 ``experiments.llm_protocols``, the figures and text in ``experiments.llm_report``.
 
-Files: ``<out-dir>/llm_{seed,swap,ablation,noise,throughput}.json`` (``llm_quick_*`` with
+Files: ``<out-dir>/llm_{seed,swap,ablation,noise,bf16,throughput}.json`` (``llm_quick_*`` with
 ``--quick``) and PNGs beside them. ``ablation`` (the source paper's Table 6 in miniature,
 ``experiments.llm_ablation``) evaluates the seed protocol's native checkpoint: ``all`` runs it
 on the seed run's models, ``ablation`` alone trains the native runs first, as ``swap`` does.
@@ -20,6 +20,8 @@ from pathlib import Path
 from . import records
 from .llm_settings import (
     BATCH,
+    BF16_SEEDS,
+    BF16_STEPS,
     NOISE_SEEDS,
     NOISE_STEPS,
     QUICK,
@@ -29,7 +31,7 @@ from .llm_settings import (
 )
 
 TASKS = ("gelu", "b1", "b2", "b3", "b4")  # experiments.llm.TASKS (checked there)
-PROTOCOLS = ("seed", "swap", "ablation", "noise", "throughput", "all")
+PROTOCOLS = ("seed", "swap", "ablation", "noise", "bf16", "throughput", "all")
 
 
 def add_arguments(p) -> None:
@@ -39,8 +41,10 @@ def add_arguments(p) -> None:
         help="seed: one longer run per task and arm; swap: the native run's checkpoint with the "
         "polynomial functions swapped in; ablation: that checkpoint with D4 programs fitted by "
         "endpoint LS and by minimax (the paper's Table 6); noise: seeds x arms, paired "
-        "intervals; throughput: both arms timed in one process; all: every one (swap and "
-        "ablation from the seed protocol's run)",
+        "intervals; bf16: the model in bfloat16, native vs both tiers, seeds x arms with paired "
+        "intervals and a swap (the paper's Table 7 in miniature, its programs); throughput: "
+        "both arms timed in one process; all: every one (swap and ablation from the seed "
+        "protocol's run)",
     )
     p.add_argument(
         "--quick",
@@ -53,8 +57,12 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed/swap/throughput seed (0)")
     p.add_argument("--noise-steps", type=int, default=None, help=f"({NOISE_STEPS})")
     p.add_argument(
-        "--seeds", default=None, help=f"noise seeds: a count n or a list like 3,5,8 ({NOISE_SEEDS})"
+        "--seeds",
+        default=None,
+        help=f"noise and bf16 seeds: a count n or a list like 3,5,8 ({NOISE_SEEDS}, bf16 "
+        f"{BF16_SEEDS})",
     )
+    p.add_argument("--bf16-steps", type=int, default=None, help=f"({BF16_STEPS})")
     p.add_argument("--batch", type=int, default=None, help=f"windows per step ({BATCH})")
     p.add_argument("--rounds", type=int, default=None, help=f"throughput ({THROUGHPUT_ROUNDS})")
     p.add_argument("--iters", type=int, default=None, help=f"throughput ({THROUGHPUT_ITERS})")
@@ -102,7 +110,8 @@ def main(args) -> int:
     quick = args.quick
     q = QUICK if quick else {}
     seeds = parse_seeds(args.seeds or str(q.get("noise_seeds", NOISE_SEEDS)))
-    for name in ("steps", "noise_steps", "batch", "rounds", "iters", "threads"):
+    bf16_seeds = parse_seeds(args.seeds or str(q.get("bf16_seeds", BF16_SEEDS)))
+    for name in ("steps", "noise_steps", "bf16_steps", "batch", "rounds", "iters", "threads"):
         v = getattr(args, name)
         if v is not None and v < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
@@ -110,7 +119,7 @@ def main(args) -> int:
     import dataclasses
 
     from . import llm, llm_protocols, llm_report
-    from .llm_settings import MODEL, QUICK_MODEL
+    from .llm_settings import BF16_MODEL, MODEL, QUICK_MODEL
 
     model = llm.Config(**(QUICK_MODEL if quick else MODEL))
     base = {
@@ -124,6 +133,12 @@ def main(args) -> int:
     seed_s = llm_protocols.Settings(steps=args.steps or q.get("seed_steps", SEED_STEPS), **base)
     noise_s = dataclasses.replace(
         seed_s, steps=args.noise_steps or q.get("noise_steps", NOISE_STEPS)
+    )
+    bf16_s = dataclasses.replace(
+        seed_s,
+        model=model if quick else llm.Config(**BF16_MODEL),
+        steps=args.bf16_steps or q.get("bf16_steps", BF16_STEPS),
+        precision="bfloat16",
     )
     rounds = args.rounds or q.get("throughput_rounds", THROUGHPUT_ROUNDS)
     iters = args.iters or q.get("throughput_iters", THROUGHPUT_ITERS)
@@ -211,6 +226,21 @@ def main(args) -> int:
         payload = {"kind": "experiments.llm.noise", "meta": meta, **res}
         save("noise", payload)
         plot(llm_report.plot_noise, payload, "noise")
+    if p in ("bf16", "all"):
+        from .llm_settings import PAPER_SOURCE, PAPER_TABLE7
+
+        t0 = time.perf_counter()
+        res = llm_protocols.run_bf16_protocol(
+            tasks, bf16_s, corpus, bf16_seeds, progress=args.progress, log=log
+        )
+        wall = time.perf_counter() - t0
+        log(llm_report.bf16_text(res))
+        meta = llm_protocols.meta(
+            bf16_s, command, seeds=bf16_seeds, wall_seconds=wall,
+            arms=list(llm_protocols.bf16_arms()), precision=llm_protocols.BF16_PRECISION,
+        )  # fmt: skip
+        paper = {"source": PAPER_SOURCE, "table7": PAPER_TABLE7}
+        save("bf16", {"kind": "experiments.llm.bf16", "meta": meta, **res, "paper": paper})
     if p in ("throughput", "all"):
         t0 = time.perf_counter()
         rows = llm_protocols.run_throughput_protocol(

@@ -22,6 +22,9 @@ Protocols (``run_*``; the command line is ``experiments.llm_cli``, the figures a
   Student-t intervals, against the native arm's seed-to-seed spread;
 * swap: a native checkpoint evaluated with the polynomial functions swapped in (and the
   paper tier's), no training: the validation loss change;
+* bf16 (issue 38): the noise protocol with the model in bfloat16 (``llm.bfloat16_products``),
+  native against both tiers, and the swap of its native checkpoints: the paper's Table 7 in
+  miniature with the paper's programs;
 * throughput: both arms in one process, alternating rounds; forward, backward and whole
   step, and the activation's share of a step (torch.profiler).
 """
@@ -74,6 +77,7 @@ class Settings:
     val_windows: int = VAL_WINDOWS
     threads: int = 1
     tier: str = "accurate"
+    precision: str = "float32"  # or "bfloat16": llm.bfloat16_products (issue 38)
 
     def __post_init__(self):
         for name in ("batch", "steps", "evals", "val_windows", "threads"):
@@ -83,6 +87,7 @@ class Settings:
             raise ValueError(f"warmup must be >= 0 and lr > 0, got {self.warmup}, {self.lr}")
         if self.tier not in ("accurate", "paper"):
             raise ValueError(f"tier must be 'accurate' or 'paper', got {self.tier!r}")
+        llm.check_precision(self.precision)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -161,6 +166,7 @@ def evaluate(model: llm.TinyLM, x: torch.Tensor, y: torch.Tensor, chunk: int = 1
     model.eval()
     logits = torch.cat([model(x[i : i + chunk]) for i in range(0, len(x), chunk)])
     model.train()
+    logits = logits.float()  # bfloat16 logits (llm.bfloat16_products): the loss in float32
     loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
     return loss, logits
 
@@ -187,7 +193,7 @@ class Run:
     def __init__(self, task: str, arm: llm.Arm, seed: int, settings: Settings, corpus: Corpus):
         self.task, self.arm, self.seed, self.s = task, arm, seed, settings
         cfg = dataclasses.replace(settings.model, vocab=corpus.vocab)
-        self.model = llm.build(cfg, task, arm, seed)
+        self.model = llm.build(cfg, task, arm, seed, settings.precision)
         self.opt = torch.optim.AdamW(
             self.model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
         )
@@ -429,9 +435,12 @@ def run_noise_protocol(
     arms_: dict[str, llm.Arm] | None = None,
     progress: bool | None = None,
     log: Log | None = None,
+    checkpoints: dict[str, nn.Module] | None = None,
 ) -> dict:
     """Every task x seed x arm trained for ``settings.steps`` (validation at the end only).
-    Returns {"rows": the final figures of every run (no curves), "summary": summarize_noise}."""
+    Returns {"rows": the final figures of every run (no curves), "summary": summarize_noise}.
+    ``checkpoints``, when given, receives per task the first arm's model of the first seed
+    (for the swap protocol, without training it again)."""
     tasks, seeds = check_tasks(tasks), check_seeds(seeds)
     arms_ = arms_ or arms(settings.tier)
     log = log or (lambda m: None)
@@ -443,7 +452,9 @@ def run_noise_protocol(
         for task in tasks:
             for seed in seeds:
                 for name, arm in arms_.items():
-                    _, rec = train_run(task, arm, seed, settings, corpus, val, evals=1, bar=bar)
+                    run, rec = train_run(task, arm, seed, settings, corpus, val, evals=1, bar=bar)
+                    if checkpoints is not None and (task not in checkpoints):
+                        checkpoints[task] = run.model
                     rec["arm"] = name
                     rec.pop("val")
                     rec["train_loss_last"] = rec.pop("train_loss")[-1]
@@ -458,6 +469,59 @@ def run_noise_protocol(
         bar.close()
     ref = next(iter(arms_))
     return {"rows": rows, "summary": summarize_noise(rows, ref)}
+
+
+# ---------------------------------------------------------------- bfloat16 (issue 38)
+
+
+BF16_PRECISION = (
+    "bfloat16 by autocast's rule, emulated (experiments.llm.bfloat16_products): float32 master "
+    "weights, AdamW state and residual stream; every matrix product rounds its operands to "
+    "bfloat16, accumulates in float32 and returns bfloat16, so every transcendental sees and "
+    "returns bfloat16; the loss in float32"
+)
+
+
+def bf16_arms() -> dict[str, llm.Arm]:
+    """The bfloat16 study's arms: native (the reference), the accurate tier and the paper
+    tier (the source paper's programs, GELU's D5 for the control)."""
+    return {
+        "native": llm.NATIVE,
+        "polynomial": llm.polynomial_arm("accurate"),
+        "polynomial-paper": dataclasses.replace(
+            llm.polynomial_arm("paper"), name="polynomial-paper"
+        ),
+    }
+
+
+def run_bf16_protocol(
+    tasks: Sequence[str],
+    settings: Settings,
+    corpus: Corpus,
+    seeds: Sequence[int],
+    *,
+    progress: bool | None = None,
+    log: Log | None = None,
+) -> dict:
+    """The noise protocol with ``bf16_arms`` at ``settings.precision`` = "bfloat16" (one
+    native run per task and seed, the reference of both tiers' paired differences), then the
+    swap protocol on the first seed's native checkpoints with both tiers. Returns {"rows",
+    "summary": summarize_noise, "swap": run_swap_protocol's rows, "table":
+    llm_report.bf16_table, "outside": llm_report.bf16_summary}."""
+    from . import llm_report
+
+    if settings.precision != "bfloat16":
+        raise ValueError(
+            f"the bfloat16 study needs precision 'bfloat16', got {settings.precision!r}"
+        )
+    checkpoints: dict[str, nn.Module] = {}
+    noise = run_noise_protocol(
+        tasks, settings, corpus, seeds, arms_=bf16_arms(), progress=progress, log=log,
+        checkpoints=checkpoints,
+    )  # fmt: skip
+    swap = run_swap_protocol(checkpoints, settings, corpus, forms=bf16_arms())
+    table = llm_report.bf16_table(noise["summary"], swap)
+    return {**noise, "swap": swap, "table": table, "outside": llm_report.bf16_summary(table)}
 
 
 # ---------------------------------------------------------------- throughput

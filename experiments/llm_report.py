@@ -332,3 +332,83 @@ def plot_ablation(result: dict, path: str | Path | None = None):
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=7, title="inputs", title_fontsize=7)
     return save_png(fig, path)
+
+
+# ---------------------------------------------------------------- the bfloat16 study
+
+BF16_TIERS = {"accurate": "polynomial", "paper": "polynomial-paper"}  # tier -> arm
+
+
+def bf16_table(summary: dict, swap: Sequence[dict] = ()) -> list[dict]:
+    """Per task and tier (``BF16_TIERS``): the paired change (tier minus native of the same
+    seed) of the smoothed training loss and of the validation loss with its interval, the
+    native seed-to-seed sd, whether the interval excludes 0 (``outside_noise``), the swap's
+    validation change and the paper's Table 7 change (None for the GELU control)."""
+    swapped = {(r["task"], r["form"]): r["delta_val_loss"] for r in swap}
+    rows = []
+    for task, m in summary.items():
+        for tier, arm in BF16_TIERS.items():
+            row = {"task": task, "tier": tier, "arm": arm, "seeds": len(m["seeds"])}
+            for key, short in (("final_train_loss_smoothed", "train"), ("final_val_loss", "val")):
+                p = m[key]["paired"][f"{arm}-native"]
+                row[short] = {
+                    **{k: p[k] for k in ("mean", "ci_low", "ci_high", "values")},
+                    "native_sd": m[key]["spread"]["native"]["sd"],
+                    "outside_noise": not p["contains_zero"],
+                }
+            row["swap_delta_val_loss"] = swapped.get((task, arm))
+            row["paper_table7_change"] = PAPER_TABLE7.get(task, {}).get("change")
+            rows.append(row)
+    return rows
+
+
+def _change(m: dict) -> str:
+    return f"{m['mean']:+.1e} [{m['ci_low']:+.1e}, {m['ci_high']:+.1e}]"
+
+
+def bf16_text(result: dict) -> str:
+    """One line per task and tier: both changes, and which lie outside the seed noise."""
+    lines = [f"bfloat16 study: {result['table'][0]['seeds']} seeds, tier minus native [95 %]"]
+    for r in result["table"]:
+        outside = [k for k in ("train", "val") if r[k]["outside_noise"]]
+        lines.append(
+            f"  {r['task']:4s} {r['tier']:8s} smoothed train {_change(r['train'])}  val "
+            f"{_change(r['val'])}  outside the noise: {', '.join(outside) or 'neither'}"
+        )
+    return "\n".join(lines)
+
+
+def render_table7_bf16(result: dict) -> str:
+    """Markdown: the bfloat16 study per task and tier beside the paper's Table 7 change."""
+    lines = [
+        "| task | tier | smoothed train change [95 %] | outside noise | val change [95 %] "
+        "| outside noise | native val sd | swap: val change | paper Table 7: train change |",
+        "|---|---|---:|---|---:|---|---:|---:|---:|",
+    ]
+    for r in result["table"]:
+        paper = r["paper_table7_change"]
+        swap = r["swap_delta_val_loss"]
+        lines.append(
+            f"| {r['task']} | {r['tier']} | {_change(r['train'])} "
+            f"| {'yes' if r['train']['outside_noise'] else 'no'} | {_change(r['val'])} "
+            f"| {'yes' if r['val']['outside_noise'] else 'no'} | {r['val']['native_sd']:.1e} "
+            f"| {'' if swap is None else format(swap, '+.1e')} "
+            f"| {'(control)' if paper is None else format(paper, '+.4f')} |"
+        )
+    return "\n".join(lines)
+
+
+def bf16_summary(table: Sequence[dict]) -> dict:
+    """For the prose: per tier and measure the tasks whose change lies outside the seed noise
+    ("none" if none; a text, so that the paper can print it) and the largest |mean change|."""
+    out = {}
+    for tier in BF16_TIERS:
+        rows = [r for r in table if r["tier"] == tier]
+        out[tier] = {}
+        for short in ("train", "val"):
+            outside = [r["task"] for r in rows if r[short]["outside_noise"]]
+            out[tier][f"{short}_outside_noise"] = ", ".join(outside) or "none"
+            out[tier][f"{short}_outside_noise_count"] = len(outside)
+            out[tier][f"{short}_max_abs_change"] = max(abs(r[short]["mean"]) for r in rows)
+        out[tier]["tasks"] = len(rows)
+    return out

@@ -53,7 +53,29 @@ QUICK = {
     "throughput_rounds": 2,
     "throughput_iters": 2,
     "warmup": 2,
+    "bf16_steps": 6,
+    "bf16_seeds": 3,
 }
+
+# ---------------------------------------------------------------- the bfloat16 study
+# ``python -m experiments llm bf16`` (issue 38: the paper's Table 7 in miniature with its
+# programs): native, the accurate tier and the paper tier (``polynomial-paper``), every task,
+# ``BF16_SEEDS`` seeds, the model computing in bfloat16 by autocast's rule (float32 master
+# weights and optimizer; every matrix product bfloat16 in, float32 accumulation, bfloat16 out:
+# ``experiments.llm.bfloat16_products``), so each transcendental sees and returns bfloat16.
+# Measured on the shared 2-core build machine, one thread, the default model, batch 8 (ms a
+# training step, native / paper tier, GELU control and B4): float32 190 / 215 and 250 / 295;
+# bfloat16 weights (``model.to(torch.bfloat16)``) 1,970 / 2,130 and 2,370 / 2,390;
+# ``torch.autocast("cpu", torch.bfloat16)`` 1,970 / 2,640 (B4: index_put refuses the mixed
+# dtypes): this AVX2 CPU has no bfloat16 GEMM (aten::mm took 78 % of the step). The emulated
+# products: 165-270 ms, every task and arm. At that speed the 75 runs (5 tasks x 3 arms x 5
+# seeds) get ~16 steps each in the ~4 minutes ``make reproduce`` can spare, so the study uses
+# a smaller model: ``BF16_MODEL`` at 19-51 ms a step (median ~29) for ``BF16_STEPS`` steps
+# (40,960 characters a run). The first full run: 25-42 ms a step alone (B4 the slowest), about
+# 3.3 minutes in all when alone (284 s while sharing the two cores with a test run).
+BF16_MODEL = {"context": 64, "width": 64, "heads": 2, "layers": 2, "mlp_ratio": 4}
+BF16_STEPS = 80
+BF16_SEEDS = 5
 
 # The source paper's figures ("Fast Polynomial Transcendentals for LLMs", R. Hu, Graphcore
 # Research, 2026: reference 2 of paper/paper.md; seed document 003_0783a5cae37bf496). Each its

@@ -159,6 +159,18 @@ def _table6(results: _Results) -> str:
     return llm_report.render_table6(result)
 
 
+def _table7_bf16(results: _Results) -> str:
+    """The source paper's Table 7 in miniature with its programs, the model in bfloat16
+    (``llm_report.render_table7_bf16``), as notebook 11 recorded the study (``python -m
+    experiments llm bf16``)."""
+    from . import llm_report
+
+    result = results["nb11"]._data.get("bf16")
+    if result is None:
+        raise Missing("nb11.bf16 (notebook 11 from before the bfloat16 study: run it again)")
+    return llm_report.render_table7_bf16(result)
+
+
 def sweep_name(quick: bool) -> str:
     """The default sweep's folder under ``results/sweeps/`` in each mode (``sweep.out_dir``)."""
     return "default_quick" if quick else "default"
@@ -260,6 +272,7 @@ TABLES: dict[str, Callable[[_Results], str]] = {
     "table8": _table8,
     "bench_paper": _bench_paper,
     "table6": _table6,
+    "table7_bf16": _table7_bf16,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,
     "table3": _table3,

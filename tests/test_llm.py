@@ -58,7 +58,8 @@ def test_both_arms_start_from_the_same_weights():
 
 def test_the_polynomial_arm_calls_turbogelu_and_refuses_what_is_not_built():
     arm = llm.polynomial_arm()
-    assert arm.gelu is turbogelu.gelu
+    assert arm.gelu.func is turbogelu.gelu and arm.gelu.keywords == {"tier": "accurate"}
+    assert llm.polynomial_arm("paper").gelu.keywords == {"tier": "paper"}
     x = torch.randn(10)
     # GELU control: native and polynomial differ, by about GELU's polynomial error
     model_n = llm.build(TINY, "gelu", llm.NATIVE, seed=2)

@@ -85,6 +85,17 @@ def test_quick_noise_writes_every_field(quick_all):
     assert (quick_all / "llm_quick_noise.png").is_file()
 
 
+def test_quick_all_runs_the_bf16_study_and_the_rest_stays_float32(quick_all):
+    """``llm all`` writes the bfloat16 study (issue 38; its fields: tests/test_llm_bf16.py)
+    beside the float32 protocols, whose settings say float32."""
+    res = _load(quick_all, "bf16")
+    assert res["kind"] == "experiments.llm.bf16"
+    assert res["meta"]["settings"]["precision"] == "bfloat16"
+    assert len(res["table"]) == 2 * len(llm.TASKS)
+    for name in ("seed", "noise", "swap", "throughput"):
+        assert _load(quick_all, name)["meta"]["settings"]["precision"] == "float32"
+
+
 def test_quick_swap_uses_the_native_checkpoint(quick_all):
     res = _load(quick_all, "swap")
     seed = _load(quick_all, "seed")

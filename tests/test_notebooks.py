@@ -118,6 +118,15 @@ def test_quick_run_records_figures(quick_runs, stem):
         trained = {(r["task"], r["form"]) for r in ablation["rows"] if r["condition"] == "trained"}
         assert trained == {(t, f) for t in ablation["task_sites"] for f in ablation["forms"]}
         assert any(k.startswith("ablation_") and k.endswith("_share_beyond_clamp") for k in figures)
+        # the paper's Table 7 in miniature in bfloat16 (issue 38): every task and tier, flags
+        bf16 = data["bf16"]
+        assert bf16["meta"]["settings"]["precision"] == "bfloat16"
+        assert {(r["task"], r["tier"]) for r in bf16["table"]} == {
+            (t, tier) for t in ("gelu", "b1", "b2", "b3", "b4") for tier in ("accurate", "paper")
+        }
+        assert figures["bf16_seeds"] >= 3
+        assert figures["bf16_b1_paper_val_outside_noise"] in (0, 1)
+        assert figures["bf16_b3_paper_val_ci_low"] <= figures["bf16_b3_paper_val_ci_high"]
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
         assert len(data["table8"]) == 7
         key = "table8_d2_least_squares"
