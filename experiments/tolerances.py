@@ -32,6 +32,7 @@ import datetime
 import itertools
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -198,15 +199,20 @@ def has_avx512() -> bool:
         return False
 
 
-def other_machines_runs(earlier: dict, here: dict) -> dict[str, dict[str, float]]:
+def other_machines_runs(
+    earlier: dict, here: dict, forget: re.Pattern | None = None
+) -> dict[str, dict[str, float]]:
     """The runs an earlier command measured on another CPU (``earlier``: the tolerance file's
     entry for the mode), rebuilt from the values it kept, named ``<variant>@<cpu>``: so that a
     command run on a second machine widens each tolerance to what both machines showed rather
     than replacing the first machine's spread with its own. Runs of this CPU, and the
-    reference's value, are measured again instead."""
+    reference's value, are measured again instead. The figures ``forget`` matches are left
+    out: the code behind them changed since, so another CPU's old values measure nothing."""
     cpu = (earlier.get("measured_on") or {}).get("cpu")
     runs: dict[str, dict[str, float]] = {}
     for name, fig in earlier.get("figures", {}).items():
+        if forget is not None and forget.search(name):
+            continue
         for run, value in fig.get("values", {}).items():
             if run == REFERENCE_RUN or ("@" not in run and cpu == here.get("cpu")):
                 continue
@@ -238,6 +244,13 @@ def main(argv=None) -> int:
     p.add_argument("--parts", default="mnist", help=f"comma-separated, of {PARTS} or fits (mnist)")
     p.add_argument("--work", type=Path, default=REPO / "results" / "tolerances", help="run folders")
     p.add_argument("--out", type=Path, default=compare.TOLERANCE_FILE)
+    p.add_argument(
+        "--forget",
+        metavar="REGEX",
+        type=re.compile,
+        help="figures whose values measured earlier on other CPUs are dropped (the code behind "
+        "them changed since); this machine's runs measure them again",
+    )
     args = p.parse_args(argv)
     mode = "full" if args.full else "quick"
     names = [v for v in args.variants.split(",") if v]
@@ -260,7 +273,7 @@ def main(argv=None) -> int:
             present[name] = sorted(f.stem for f in d.glob("*.json"))
     data = records.read_json(args.out) if args.out.is_file() else {}
     earlier = data.get(mode, {})
-    runs |= other_machines_runs(earlier, this_machine())
+    runs |= other_machines_runs(earlier, this_machine(), args.forget)
     bad = exact_differences(runs)
     for name, values in bad:
         shown = ", ".join(f"{r} {v!r}" for r, v in values.items())
@@ -290,6 +303,8 @@ def main(argv=None) -> int:
         command += ["--parts", ",".join(asked)]
     if names != list(VARIANTS):
         command += ["--variants", ",".join(names)]
+    if args.forget is not None:
+        command += ["--forget", args.forget.pattern]
     previous = earlier.get("commands", [])
     variants = dict(earlier.get("variants", {}))
     for n in present:

@@ -469,6 +469,11 @@ def test_tolerances_measured_on_a_second_cpu_widen_the_first_cpus(tmp_path, monk
     assert got["figures"][loss]["values"]["default@CPU B"] == 1.1
     assert got["figures"][loss]["values"]["default"] == 1.3
     assert [m["cpu"] for m in got["machines"]] == ["CPU A", "CPU B", "CPU B (AVX-512)"]
+    # --forget: the code behind the figure changed, other CPUs' old values go; this CPU's stay
+    assert tolerances.main([*args, "--out", str(out), "--forget", "b1_val"]) == 0
+    got = json.loads(out.read_text())["quick"]["figures"][loss]
+    assert set(got["values"]) == {"reference", "default"}
+    assert got["tolerance"] == pytest.approx(2 * (1.3 - 1.0))
 
 
 def test_a_quick_notebook_page_says_so_first(tmp_path):
