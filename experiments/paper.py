@@ -127,14 +127,22 @@ def _table2(results: _Results) -> str:
     return table2.render_markdown(results["table2"]._data)
 
 
+def _recorded(results: _Results, notebook: str, key: str, what: str):
+    """What ``notebook``'s results file holds under ``key``; Missing when it was written by a
+    version of the notebook from before ``what`` was added to it."""
+    value = results[notebook]._data.get(key)
+    if value is None:
+        raise Missing(
+            f"{notebook}.{key} (notebook {notebook[2:]} from before {what}: run it again)"
+        )
+    return value
+
+
 def _table8(results: _Results) -> str:
     """The source paper's Table 8 (fits of 2^f on [0, 1]) as notebook 10 reproduced it."""
     from turbogelu.approx import exp2
 
-    rows = results["nb10"]._data.get("table8")
-    if rows is None:
-        raise Missing("nb10.table8 (notebook 10 from before Table 8: run it again)")
-    return exp2.render_table8(rows)
+    return exp2.render_table8(_recorded(results, "nb10", "table8", "Table 8"))
 
 
 def _bench_paper(results: _Results) -> str:
@@ -142,10 +150,7 @@ def _bench_paper(results: _Results) -> str:
     (``bench_paper.render``)."""
     from . import bench_paper
 
-    result = results["nb11"]._data.get("bench_paper")
-    if result is None:
-        raise Missing("nb11.bench_paper (notebook 11 from before the tables: run it again)")
-    return bench_paper.render(result)
+    return bench_paper.render(_recorded(results, "nb11", "bench_paper", "the tables"))
 
 
 def _table6(results: _Results) -> str:
@@ -153,10 +158,7 @@ def _table6(results: _Results) -> str:
     recorded the ablation (``python -m experiments llm ablation``)."""
     from . import llm_report
 
-    result = results["nb11"]._data.get("ablation")
-    if result is None:
-        raise Missing("nb11.ablation (notebook 11 from before the Table 6 ablation: run it again)")
-    return llm_report.render_table6(result)
+    return llm_report.render_table6(_recorded(results, "nb11", "ablation", "the Table 6 ablation"))
 
 
 def _table7_bf16(results: _Results) -> str:
@@ -165,10 +167,7 @@ def _table7_bf16(results: _Results) -> str:
     experiments llm bf16``)."""
     from . import llm_report
 
-    result = results["nb11"]._data.get("bf16")
-    if result is None:
-        raise Missing("nb11.bf16 (notebook 11 from before the bfloat16 study: run it again)")
-    return llm_report.render_table7_bf16(result)
+    return llm_report.render_table7_bf16(_recorded(results, "nb11", "bf16", "the bfloat16 study"))
 
 
 def sweep_name(quick: bool) -> str:

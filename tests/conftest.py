@@ -5,7 +5,9 @@
 * ``dtype`` / ``approximate``: the supported dtypes and GELU forms;
 * ``load_spec`` / ``clamp_radius``: the fitted specs in data/specs and their window R;
 * ``assert_same_bits``: bitwise equality that treats any NaN as equal to any NaN;
-* ``subprocess_env``: an environment for child interpreters (no inherited ISA override).
+* ``subprocess_env``: an environment for child interpreters (no inherited ISA override);
+* ``llm_quick_all``: one ``python -m experiments llm all --quick`` per session, its folder
+  (the protocols' and the bfloat16 study's tests read it; skipped without the corpus).
 
 Any machine by rule, not by luck: a test (or a ``--check``) holds bit for bit only what is
 exactly specified: float32 and 16-bit values (coefficients rounded from a fit defined far below
@@ -177,3 +179,18 @@ def layout_cases(scale: float) -> dict[str, torch.Tensor]:
         "empty": torch.empty(0, 3),
         "scalar": torch.tensor(0.75),
     }
+
+
+@pytest.fixture(scope="session")
+def llm_quick_all(tmp_path_factory):
+    """The folder of one quick run of every language-model protocol, shared by the test files
+    that read its records (each running its own cost the suite a second run)."""
+    from experiments import cli, llm_protocols, shakespeare
+
+    try:
+        llm_protocols.load_corpus()
+    except shakespeare.CorpusUnavailable as exc:
+        pytest.skip(f"no corpus: {exc}")
+    out = tmp_path_factory.mktemp("llm")
+    assert cli.main(["llm", "all", "--quick", "--out-dir", str(out), "--no-progress"]) == 0
+    return out

@@ -11,24 +11,15 @@ import math
 import pytest
 import torch
 
-from experiments import cli, llm, llm_protocols, llm_report, llm_settings, paper, shakespeare
+from experiments import llm, llm_protocols, llm_report, llm_settings, paper
 
 TINY = llm.Config(context=16, width=32, heads=2, layers=1, mlp_ratio=2)
 
 
-def _corpus():
-    try:
-        return llm_protocols.load_corpus()
-    except shakespeare.CorpusUnavailable as exc:
-        pytest.skip(f"no corpus: {exc}")
-
-
 @pytest.fixture(scope="module")
-def quick_bf16(tmp_path_factory):
-    _corpus()
-    out = tmp_path_factory.mktemp("llm_bf16")
-    assert cli.main(["llm", "bf16", "--quick", "--out-dir", str(out), "--no-progress"]) == 0
-    return json.loads((out / "llm_quick_bf16.json").read_text())
+def quick_bf16(llm_quick_all):
+    """The study as conftest's one quick ``llm all`` ran it."""
+    return json.loads((llm_quick_all / "llm_quick_bf16.json").read_text())
 
 
 def _spy(arm: llm.Arm, seen: list) -> llm.Arm:

@@ -30,12 +30,8 @@ def corpus():
 
 
 @pytest.fixture(scope="module")
-def quick_all(tmp_path_factory):
-    _corpus()
-    out = tmp_path_factory.mktemp("llm")
-    argv = ["llm", "all", "--quick", "--out-dir", str(out), "--no-progress"]
-    assert cli.main(argv) == 0
-    return out
+def quick_all(llm_quick_all):
+    return llm_quick_all  # conftest's one quick run of every protocol
 
 
 def _load(out, name):
