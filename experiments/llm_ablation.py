@@ -15,7 +15,10 @@ validation windows in the dtype it has, with three forms swapped in:
   coefficients;
 * ``minimax``: the same form and (L_i, L_c), minimax: Sollya's fpminimax when ``sollya`` is on
   PATH (the paper's control), else this project's Remez fit with a search over neighbouring
-  bfloat16 coefficients (``remez+search``); the record says which (``minimax_fitter``).
+  bfloat16 coefficients (``remez+search``); the record says which (``minimax_fitter``, and
+  ``minimax_sollya_version``: the Sollya that fitted it, else None). ``figure_tag`` names the
+  minimax figures by that version, as Table 2's Sollya control is named (``compare``): another
+  version's fpminimax chooses other coefficients, so its figures are other figures.
 
 Each program runs as ``polyspec.replay(ps, x, fma=False)`` runs it in float32 (the "generic"
 order: Horner, the reduction, the target's asymptote beyond |x| > L_c; each multiply-add a
@@ -100,6 +103,20 @@ def fitter_name(method: str) -> str:
     from turbogelu.approx import methods
 
     return f"sollya fpminimax {methods.sollya_version()} (bfloat16, monomials on [0, L_c])"
+
+
+def _sollya_version(fitter: str) -> str | None:
+    from turbogelu.approx import methods
+
+    return methods.sollya_version() if fitter.startswith("sollya") else None
+
+
+def figure_tag(body: Mapping, form: str) -> str:
+    """What a figure of ``form`` in the ablation record ``body`` ends with: ``@sollya-<version>``
+    for the minimax form when Sollya fitted it, else nothing (``compare`` sets aside a Sollya
+    figure of the reference that a run with another or no Sollya cannot make)."""
+    version = body.get("minimax_sollya_version")
+    return f"@sollya-{version}" if form == "minimax" and version else ""
 
 
 def fit_program(function: str, method: str, point: tuple[float, float] | None = None):
@@ -508,6 +525,7 @@ def run_ablation(
     return {
         "forms": list(FORMS),
         "minimax_fitter": fitters["minimax"],
+        "minimax_sollya_version": _sollya_version(fitters["minimax"]),
         "fitters": fitters,
         "programs": {
             fn: {f: describe_program(specs[f][fn]) for f in FITTED} for fn in ABLATION_FORMS

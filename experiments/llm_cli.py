@@ -75,7 +75,8 @@ def add_arguments(p) -> None:
         choices=("auto", "remez", "sollya"),
         default="auto",
         help="ablation: the minimax fitter (auto: Sollya's fpminimax when sollya is on PATH, "
-        "else this project's Remez with a bfloat16 neighbour search)",
+        "else this project's Remez with a bfloat16 neighbour search; with --quick, Remez, so "
+        "that quick runs compare across machines with and without Sollya, as table2's do)",
     )
     p.add_argument("--root", default=None, help="data root holding shakespeare/ (data/)")
     p.add_argument("--out-dir", default="results", help="where JSON and PNG go (results/)")
@@ -205,7 +206,8 @@ def main(args) -> int:
             from . import llm_ablation
 
             t1 = time.perf_counter()
-            body = llm_ablation.run_ablation(models, seed_s, corpus, minimax=args.minimax, log=log)
+            minimax = "remez" if quick and args.minimax == "auto" else args.minimax
+            body = llm_ablation.run_ablation(models, seed_s, corpus, minimax=minimax, log=log)
             log(llm_report.ablation_text(body))
             meta = llm_protocols.meta(
                 seed_s, command, seed=args.seed, trained_with="native", training_seconds=wall,

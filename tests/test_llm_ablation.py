@@ -191,3 +191,24 @@ def test_the_cli_knows_the_protocol():
 
     assert "ablation" in llm_cli.PROTOCOLS
     assert dataclasses.is_dataclass(llm_protocols.Settings)
+
+
+def test_sollya_minimax_figures_are_named_by_its_version():
+    """A minimax fitted by Sollya gives figures named by Sollya's version, which compare sets
+    aside on a machine with another Sollya or none (their coefficients are another fit's)."""
+    from experiments import compare
+
+    assert llm_ablation.figure_tag({"minimax_sollya_version": "8.0"}, "minimax") == "@sollya-8.0"
+    assert llm_ablation.figure_tag({"minimax_sollya_version": "8.0"}, "endpoint-ls") == ""
+    assert llm_ablation.figure_tag({"minimax_sollya_version": None}, "minimax") == ""
+    name = "11_llm_tasks.ablation_b1_minimax_trained_val_loss@sollya-8.0"
+    assert "Sollya 8.0" in compare._not_runnable_here(name, None)
+    assert compare._not_runnable_here(name.split("@")[0], None) is None
+
+
+def test_the_quick_ablation_fits_its_minimax_by_remez_everywhere(llm_quick_all):
+    """Quick runs are compared with a reference made on another machine: their minimax is this
+    project's Remez whether or not Sollya is installed (the full run's is Sollya's where it is)."""
+    body = json.loads((llm_quick_all / "llm_quick_ablation.json").read_text())
+    assert body["minimax_fitter"].startswith("remez+search")
+    assert body["minimax_sollya_version"] is None
