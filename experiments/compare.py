@@ -81,7 +81,7 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         "training: matrix products through MKL / oneDNN, whose kernels depend on the CPU",
     ),
     (
-        r"^11_llm_tasks\.(seed_steps|noise_steps|noise_seeds|paper_\w+)$",
+        r"^11_llm_tasks\.(seed_steps|noise_steps|noise_seeds|bf16_steps|bf16_seeds|paper_\w+)$",
         EXACT,
         "protocol settings and the source paper's published Tables 5 and 7 (llm_settings)",
     ),
@@ -273,6 +273,18 @@ EXACT_BITS: list[tuple[str, str]] = [
         "settings, and 16-bit inputs",
     ),
     (r"^10_activation_family\.tier_abs_bound$", "a setting"),
+    (
+        r"^10_activation_family\.table8_\w+_paper_(max|rms)_rel$",
+        "the source paper's Table 8, entered as data",
+    ),
+    (
+        r"^07_polynomial_family\.fig2_paper_(fit_interval|clamp)$",
+        "the source paper's (L_i, L_c) of Figure 2b, entered as data",
+    ),
+    (
+        r"^07_polynomial_family\.fig2_\w+_(best_fit_interval|best_clamp|argmax)$",
+        "points of the searched (L_i, L_c) grid and float32 inputs where an error peaks",
+    ),
     (r"^08_cells\.tails_from$", "(16 - 1.5) / scale, scale a float32 value: exact in float64"),
     (
         r"_jump_at_0$",
