@@ -4,9 +4,12 @@ activations swapped for D4 polynomial programs fitted two ways, evaluated (no tr
 The paper swaps the SwiGLU / router-sigmoid activations of open-weight models for D4 programs
 fitted by its endpoint-constrained least squares ("Endpoint LS") and by a same-form minimax
 control ("Sollya minimax"), and reports accuracy and perplexity; a dense model's perplexity goes
-from about 9 to about 200 (LS) and to about 300,000 (minimax). Here the checkpoint is the seed
-protocol's native model of each task (``llm_protocols.run_seed_protocol``), evaluated on the
-validation windows in the dtype it has, with three forms swapped in:
+from about 9 to about 200 (LS) and to about 300,000 (minimax). Here the checkpoints are the seed
+protocol's native model of each task (``llm_protocols.run_seed_protocol``: float32) and the
+bfloat16 study's native model of its first seed (``llm_protocols.run_bf16_protocol``: float32
+weights, bfloat16 products, so every activation sees and returns bfloat16, as the paper's
+bfloat16 checkpoints), each evaluated on the validation windows at its own precision, with three
+forms swapped in:
 
 * ``native``: PyTorch's functions (the reference; the row equals the unswapped evaluation);
 * ``endpoint-ls``: every activation (sigmoid, tanh of the softcap, SiLU of the dense MLP and of
@@ -396,6 +399,15 @@ def set_layer_arms(model: llm.TinyLM, arm_of: Callable[[int], llm.Arm]) -> llm.T
 # ---------------------------------------------------------------- the ablation
 
 
+def evaluated_dtype(model: nn.Module) -> str:
+    """The dtype the activations of ``model`` see: its parameters' dtype, or for a model
+    computing in bfloat16 (``llm.TinyLM.precision``: float32 weights, bfloat16 products)
+    "bfloat16"."""
+    if getattr(model, "precision", "float32") == "bfloat16":
+        return "bfloat16"
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
+
+
 def check_reaches(reaches: Sequence[float]) -> list[float]:
     r = [float(v) for v in reaches]
     if any(not (math.isfinite(v) and v > 0) for v in r) or len(set(r)) != len(r):
@@ -464,7 +476,7 @@ def run_ablation(
     rows, ranges, stretch, dtypes = [], {}, {}, {}
     with deterministic(settings.threads):
         for task, model in models.items():
-            dtypes[task] = str(next(model.parameters()).dtype).removeprefix("torch.")
+            dtypes[task] = evaluated_dtype(model)
             original = model.arm
             try:
                 for reach in [None, *reaches]:
@@ -532,6 +544,7 @@ def run_ablation(
         },
         "dtype": sorted(set(dtypes.values())),
         "dtypes": dtypes,
+        "precision": sorted({getattr(m, "precision", "float32") for m in models.values()}),
         "swapped": "every activation the model calls (its task's site and, in b2 and b3, the "
         "SiLU MLP)",
         "evaluation": (

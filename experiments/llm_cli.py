@@ -6,7 +6,9 @@ for every subcommand): the settings are in ``experiments.llm_settings``, the pro
 Files: ``<out-dir>/llm_{seed,swap,ablation,noise,bf16,throughput}.json`` (``llm_quick_*`` with
 ``--quick``) and PNGs beside them. ``ablation`` (the source paper's Table 6 in miniature,
 ``experiments.llm_ablation``) evaluates the seed protocol's native checkpoint: ``all`` runs it
-on the seed run's models, ``ablation`` alone trains the native runs first, as ``swap`` does.
+on the seed run's models, ``ablation`` alone trains the native runs first, as ``swap`` does;
+``bf16`` runs it again on its own native checkpoints (the model in bfloat16), into
+``llm_bf16.json``'s ``ablation``.
 """
 
 from __future__ import annotations
@@ -74,8 +76,9 @@ def add_arguments(p) -> None:
         "--minimax",
         choices=("auto", "remez", "sollya"),
         default="auto",
-        help="ablation: the minimax fitter (auto: Sollya's fpminimax when sollya is on PATH, "
-        "else this project's Remez with a bfloat16 neighbour search; with --quick, Remez, so "
+        help="the ablations' minimax fitter (ablation, and bf16's; auto: Sollya's fpminimax when "
+        "sollya is on PATH, else this project's Remez with a bfloat16 neighbour search; with "
+        "--quick, Remez, so "
         "that quick runs compare across machines with and without Sollya, as table2's do)",
     )
     p.add_argument("--root", default=None, help="data root holding shakespeare/ (data/)")
@@ -163,6 +166,9 @@ def main(args) -> int:
     def save(name, payload):
         written.append(records.write_json(out_dir / f"{prefix}{name}.json", payload))
 
+    # the ablations' minimax fitter: a quick run fits by Remez wherever it runs (as quick table2
+    # skips Sollya), so that its figures compare across machines with and without Sollya
+    minimax = "remez" if quick and args.minimax == "auto" else args.minimax
     p = args.protocol
     if p in ("seed", "swap", "ablation", "all"):
         t0 = time.perf_counter()
@@ -206,7 +212,6 @@ def main(args) -> int:
             from . import llm_ablation
 
             t1 = time.perf_counter()
-            minimax = "remez" if quick and args.minimax == "auto" else args.minimax
             body = llm_ablation.run_ablation(models, seed_s, corpus, minimax=minimax, log=log)
             log(llm_report.ablation_text(body))
             meta = llm_protocols.meta(
@@ -233,13 +238,15 @@ def main(args) -> int:
 
         t0 = time.perf_counter()
         res = llm_protocols.run_bf16_protocol(
-            tasks, bf16_s, corpus, bf16_seeds, progress=args.progress, log=log
+            tasks, bf16_s, corpus, bf16_seeds, progress=args.progress, log=log, minimax=minimax
         )
         wall = time.perf_counter() - t0
         log(llm_report.bf16_text(res))
+        log(llm_report.ablation_text(res["ablation"]))
         meta = llm_protocols.meta(
             bf16_s, command, seeds=bf16_seeds, wall_seconds=wall,
             arms=list(llm_protocols.bf16_arms()), precision=llm_protocols.BF16_PRECISION,
+            minimax_fitter=res["ablation"]["minimax_fitter"],
         )  # fmt: skip
         paper = {"source": PAPER_SOURCE, "table7": PAPER_TABLE7}
         save("bf16", {"kind": "experiments.llm.bf16", "meta": meta, **res, "paper": paper})

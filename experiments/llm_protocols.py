@@ -24,7 +24,8 @@ Protocols (``run_*``; the command line is ``experiments.llm_cli``, the figures a
   paper tier's), no training: the validation loss change;
 * bf16 (issue 38): the noise protocol with the model in bfloat16 (``llm.bfloat16_products``),
   native against both tiers, and the swap of its native checkpoints: the paper's Table 7 in
-  miniature with the paper's programs;
+  miniature with the paper's programs; and those checkpoints' Table 6 ablation
+  (``experiments.llm_ablation``) in bfloat16, as the paper's;
 * throughput: both arms in one process, alternating rounds; forward, backward and whole
   step, and the activation's share of a step (torch.profiler).
 """
@@ -502,13 +503,16 @@ def run_bf16_protocol(
     *,
     progress: bool | None = None,
     log: Log | None = None,
+    minimax: str = "auto",
 ) -> dict:
     """The noise protocol with ``bf16_arms`` at ``settings.precision`` = "bfloat16" (one
     native run per task and seed, the reference of both tiers' paired differences), then the
-    swap protocol on the first seed's native checkpoints with both tiers. Returns {"rows",
-    "summary": summarize_noise, "swap": run_swap_protocol's rows, "table":
-    llm_report.bf16_table, "outside": llm_report.bf16_summary}."""
-    from . import llm_report
+    swap protocol on the first seed's native checkpoints with both tiers, and the Table 6
+    ablation on them (``llm_ablation.run_ablation``, its minimax by ``minimax``). Returns
+    {"rows", "summary": summarize_noise, "swap": run_swap_protocol's rows, "table":
+    llm_report.bf16_table, "outside": llm_report.bf16_summary, "ablation": run_ablation's
+    body}."""
+    from . import llm_ablation, llm_report
 
     if settings.precision != "bfloat16":
         raise ValueError(
@@ -521,7 +525,14 @@ def run_bf16_protocol(
     )  # fmt: skip
     swap = run_swap_protocol(checkpoints, settings, corpus, forms=bf16_arms())
     table = llm_report.bf16_table(noise["summary"], swap)
-    return {**noise, "swap": swap, "table": table, "outside": llm_report.bf16_summary(table)}
+    ablation = llm_ablation.run_ablation(checkpoints, settings, corpus, minimax=minimax, log=log)
+    return {
+        **noise,
+        "swap": swap,
+        "table": table,
+        "outside": llm_report.bf16_summary(table),
+        "ablation": ablation,
+    }
 
 
 # ---------------------------------------------------------------- throughput

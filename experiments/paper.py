@@ -161,6 +161,18 @@ def _table6(results: _Results) -> str:
     return llm_report.render_table6(_recorded(results, "nb11", "ablation", "the Table 6 ablation"))
 
 
+def _table6_bf16(results: _Results) -> str:
+    """Table 6 in miniature on the bfloat16 study's checkpoints (``llm_report.render_table6``
+    of the ``ablation`` in notebook 11's bfloat16 record)."""
+    from . import llm_report
+
+    bf16 = _recorded(results, "nb11", "bf16", "the bfloat16 study")
+    if bf16.get("ablation") is None:
+        raise Missing("nb11.bf16.ablation (notebook 11 from before the bfloat16 ablation: run it "
+                      "again)")  # fmt: skip
+    return llm_report.render_table6(bf16["ablation"])
+
+
 def _table7_bf16(results: _Results) -> str:
     """The source paper's Table 7 in miniature with its programs, the model in bfloat16
     (``llm_report.render_table7_bf16``), as notebook 11 recorded the study (``python -m
@@ -271,6 +283,7 @@ TABLES: dict[str, Callable[[_Results], str]] = {
     "table8": _table8,
     "bench_paper": _bench_paper,
     "table6": _table6,
+    "table6_bf16": _table6_bf16,
     "table7_bf16": _table7_bf16,
     "sweep_front": _sweep_front,
     "bench_targets": _bench_targets,

@@ -113,6 +113,35 @@ def test_the_paired_difference_is_the_tier_minus_native_of_the_same_seed(quick_b
             assert m["mean"] == pytest.approx(sum(want) / len(want))
 
 
+def test_table6_runs_on_the_bfloat16_checkpoints(quick_bf16):
+    """Issue 38, item 3: the ablation evaluates the study's seed checkpoints (the same models
+    as its swap: the native row's loss is the swap's native loss, bit for bit) in bfloat16,
+    every task, form and condition."""
+    from experiments import llm_ablation
+
+    abl = quick_bf16["ablation"]
+    assert abl["dtype"] == ["bfloat16"] and abl["precision"] == ["bfloat16"]
+    conds = {llm_ablation.condition(None), *map(llm_ablation.condition, abl["reaches"])}
+    assert {(r["task"], r["form"], r["condition"]) for r in abl["rows"]} == {
+        (t, f, c) for t in llm.TASKS for f in llm_ablation.FORMS for c in conds
+    }
+    swap = {r["task"]: r["val_loss"] for r in quick_bf16["swap"] if r["form"] == "native"}
+    trained = {
+        r["task"]: r["val_loss"]
+        for r in abl["rows"]
+        if r["form"] == "native" and r["condition"] == "trained"
+    }
+    assert trained == swap
+    # what the activations saw is bfloat16: every recorded extreme is a bfloat16 value
+    for task, by_cond in abl["ranges"].items():
+        for site, o in by_cond["trained"].items():
+            for v in (o["min"], o["max"]):
+                assert torch.tensor(v).bfloat16().item() == v, (task, site, v)
+    # the same programs as the float32 checkpoint's ablation (a quick run: Remez's minimax)
+    assert abl["minimax_fitter"].startswith("remez+search")
+    assert all(math.isfinite(r["val_loss"]) for r in abl["rows"])
+
+
 def test_the_flag_follows_the_interval_on_synthetic_data():
     def row(arm, seed, v):
         return {"task": "b1", "arm": arm, "seed": seed,
@@ -136,9 +165,16 @@ def test_the_paper_table_renders_from_the_record_and_says_missing_without(quick_
     assert "tier minus native" in llm_report.bf16_text(quick_bf16)
     (tmp_path / "11_llm_tasks.json").write_text(json.dumps({"bf16": quick_bf16}))
     assert "| b2 | paper |" in paper.fill("{{ table: table7_bf16 }}", tmp_path).text
+    table6 = paper.fill("{{ table: table6_bf16 }}", tmp_path).text
+    assert "| b3 | minimax |" in table6 and "| sigmoid |" in table6
+    old = {k: v for k, v in quick_bf16.items() if k != "ablation"}  # a record from before it
+    (tmp_path / "11_llm_tasks.json").write_text(json.dumps({"bf16": old}))
+    with pytest.raises(paper.Missing, match="nb11.bf16.ablation"):
+        paper.fill("{{ table: table6_bf16 }}", tmp_path)
     (tmp_path / "11_llm_tasks.json").write_text(json.dumps({"figures": {}}))
-    with pytest.raises(paper.Missing, match="nb11.bf16"):
-        paper.fill("{{ table: table7_bf16 }}", tmp_path)
+    for table in ("table7_bf16", "table6_bf16"):
+        with pytest.raises(paper.Missing, match="nb11.bf16"):
+            paper.fill(f"{{{{ table: {table} }}}}", tmp_path)
 
 
 def test_the_cli_knows_the_protocol():

@@ -127,6 +127,10 @@ def test_quick_run_records_figures(quick_runs, stem):
         assert figures["bf16_seeds"] >= 3
         assert figures["bf16_b1_paper_val_outside_noise"] in (0, 1)
         assert figures["bf16_b3_paper_val_ci_low"] <= figures["bf16_b3_paper_val_ci_high"]
+        # and Table 6 again on its bfloat16 checkpoints (issue 38, item 3)
+        assert figures["ablation_bf16_b3_native_trained_delta_val_loss"] == 0
+        assert figures["ablation_bf16_b3_minimax_trained_val_loss"] > 0
+        assert (tmp / "figures" / stem / "ablation_bf16.png").is_file()
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
         assert len(data["table8"]) == 7
         key = "table8_d2_least_squares"
