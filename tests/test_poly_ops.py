@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 
 from experiments.probes import OPS as BENCH_OPS
 from turbogelu import ops
@@ -144,3 +145,65 @@ def test_stream_probes_out_refuses_a_wrong_output():
                     op(*args, out=bad)
     with pytest.raises(RuntimeError, match="single memory location"):
         BENCH_OPS._stream_copy.out(x[1:], out=x[:-1])
+
+
+# ---------------------------------------------------------------- poly_family (issue 39)
+# The float32 forward of a program of any of the family's forms with run-time coefficients,
+# which the sweep times every function's candidates with.
+
+FAMILY_TARGETS = ("sigmoid", "tanh", "softplus", "sigmoid_grad", "tanh_grad")
+
+
+def _family_spec(target, degree, variable, clamp=5.0):
+    ps = family_fit.fit_polyspec(
+        target, variable=variable, degree=degree, fit_interval=clamp, clamp=clamp,
+        fmt="float32", method="ls", replay=False,
+    )  # fmt: skip
+    if target == "silu":  # in |x| the kernels' sign-keeping order x (1/2 + x P)
+        ps = dataclasses.replace(ps, program="turbogelu")
+    return ps
+
+
+@pytest.mark.parametrize("degree", [2, 7, 12])
+@pytest.mark.parametrize("variable", ["u", "y"])
+def test_family_forms_match_the_replay_on_every_isa(degree, variable):
+    x = torch.cat([_x(20_000) * 2, torch.tensor([5.0, -5.0, 5.000001, -5.000001])])
+    cases = [(t, variable) for t in FAMILY_TARGETS] + ([("silu", "u")] if variable == "u" else [])
+    for target, var in cases:
+        ps = _family_spec(target, degree, var)
+        want = polyspec.replay(ps, x.numpy()).view(np.int32)
+        for isa in ops.cpu_isas_available():
+            with ops.use_cpu_isa(isa):
+                got = ops.poly_family(x, ps).numpy().view(np.int32)
+            np.testing.assert_array_equal(got, want, err_msg=f"{target} {var} {degree} {isa}")
+
+
+def test_poly_family_form_codes_are_the_kernels():
+    import re
+
+    from turbogelu.approx import codegen
+
+    header = (ROOT / "kernels/include/turbogelu/family_eval.h").read_text()
+    body = re.search(r"enum class Form : int \{(.*?)\};", header, re.S).group(1)
+    declared = {m[0]: int(m[1]) for m in re.findall(r"(\w+) = (\d+)", body)}
+    assert declared == codegen.FORM_CODES
+
+
+def test_poly_family_errors():
+    x = _x(100)
+    sig = _family_spec("sigmoid", 4, "u")
+    args = ops.program_args(sig)
+    with pytest.raises(TypeError, match="float32"):
+        tg.poly_family(x.to(torch.bfloat16), *args)
+    for form in (5, 6, 9, -1):  # the Exp2 forms are not programs of this shape
+        with pytest.raises(ValueError, match="not a program form"):
+            tg.poly_family(x, args[0], form, *args[2:])
+    with pytest.raises(ValueError, match="GELU's form"):
+        tg.poly_family(x, args[0], 2, True, *args[3:])
+    with pytest.raises(ValueError, match="degree 13"):
+        tg.poly_family(x, torch.ones(14), *args[1:])
+    gelu = family_fit.fit_polyspec("gelu", degree=4, fit_interval=4.0, fmt="float32")
+    with pytest.raises(ValueError, match="no family kernel|poly_gelu"):
+        ops.program_args(gelu)
+    finite = torch.randn(257, generator=torch.Generator().manual_seed(0)) * 6  # NaN != NaN
+    torch.library.opcheck(tg.poly_family, (finite, *args))

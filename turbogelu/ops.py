@@ -833,7 +833,8 @@ def backward_op(
 # ---------------------------------------------------------------- runtime coefficients
 # turbogelu::poly_gelu / poly_gelu_backward (kernels/cpu/poly_ops.cpp): the same kernels with
 # a coefficient set given at run time, for any compiled degree (2 to 12), so experiments time
-# fitted specs without rebuilding. Not part of the autograd surface.
+# fitted specs without rebuilding; poly_family the float32 forward of the family's other forms
+# (the sweep's times). Not part of the autograd surface.
 
 
 def _check_poly_fake(coeffs, clamp, scale, op: str) -> None:
@@ -857,6 +858,15 @@ def _poly_gelu_backward_fake(grad, x, coeffs, clamp, scale):
     _check_poly_fake(coeffs, clamp, scale, "poly_gelu_backward")
     _check_backward_fake(grad, x, "poly_gelu_backward")
     return torch.empty_like(x)
+
+
+@torch.library.register_fake("turbogelu::poly_family")
+def _poly_family_fake(x, coeffs, form, in_y, clamp, scale, below, above):
+    check_same_device("poly_family", x, coeffs=coeffs)
+    _check_poly_fake(coeffs, clamp, scale, "poly_family")
+    if x.dtype != torch.float32:
+        raise TypeError(f"turbogelu.poly_family: x must be float32, got {x.dtype}")
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 def poly_degrees() -> list[int]:
@@ -893,3 +903,25 @@ def poly_gelu(x: torch.Tensor, spec) -> torch.Tensor:
 def poly_gelu_backward(grad: torch.Tensor, x: torch.Tensor, spec) -> torch.Tensor:
     """The backward kernel, ``grad * (1/2 + x P(z))``, with a "1/2 + odd" spec's coefficients."""
     return _ops.poly_gelu_backward(grad, x, *poly_args(spec))
+
+
+def program_args(spec) -> tuple:
+    """``(coeffs, form, in_y, clamp, scale, below, above)`` for ``poly_family`` from a
+    ``turbogelu.approx.PolySpec`` of any function whose form the family's kernels evaluate
+    (``codegen.family_form``: a ValueError naming the spec otherwise). The result is
+    ``polyspec.replay(spec)`` in float32 (the kernels' order, FMAs fused)."""
+    from .approx import codegen
+
+    form, in_y = codegen.family_form(spec)
+    if form == "XHalfPlusEven" and in_y:  # family_form refuses it; GELU's form: poly_gelu
+        raise ValueError(f"turbogelu.program_args: {spec.describe()} is GELU's form: poly_gelu")
+    coeffs = torch.tensor(spec.coefficients, dtype=torch.float64).to(torch.float32)
+    below, above = codegen.family_tails(spec)
+    return (coeffs, codegen.FORM_CODES[form], in_y, float(spec.clamp), float(spec.scale),
+            below, above)  # fmt: skip
+
+
+def poly_family(x: torch.Tensor, spec) -> torch.Tensor:
+    """The float32 forward of ``spec`` (a PolySpec of the family's forms, ``program_args``)
+    through the CPU kernels' element function and loop, coefficients given at run time."""
+    return _ops.poly_family(x, *program_args(spec))

@@ -75,6 +75,11 @@ struct FamilyKernels {
   FamilySoftmaxLanesFn softmax_lanes[kNumDTypes];
 };
 
+// A float32 forward of a program of the family chosen at run time (family_loops.h's
+// program_forward: form, variable x^2 or |x|, degree); false where none is compiled.
+using ProgramForwardFn = bool (*)(const float* x, float* out, int64_t n, const FamilyProgram& p,
+                                  Form form, bool in_y);
+
 struct KernelTable {
   const char* name;
   // GELU's run-time-coefficient kernels (loops.h: poly_gelu, the Estrin scheme); nullptr: use
@@ -84,6 +89,8 @@ struct KernelTable {
   // Every op's kernels, GELU's shipped programs included: kFamilyTableSize entries (family.h:
   // family_index, family_cells_index).
   const FamilyKernels* family;
+  // poly_family's run-time programs (float32 forward; nullptr: use the scalar table's).
+  ProgramForwardFn program_forward;
 };
 
 const KernelTable& scalar_table();

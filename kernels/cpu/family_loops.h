@@ -593,6 +593,50 @@ void family_fill_cells(FamilyKernels* table) {
 #undef TG_FILL_CELLS
 }
 
+// ---------------------------------------------------------------- run-time programs
+// poly_ops.cpp's poly_family: the float32 forward of a program whose form, variable and
+// degree are chosen at run time (the sweep times fitted candidates with it), through the same
+// element function and loop as the ops (family_eval, map1, plain stores). One instantiation
+// per form, variable and degree of TG_KERNEL_DEGREES: false where there is none (the Exp2
+// forms; XHalfPlusEven in x^2, GELU's form, which poly_gelu runs).
+template <class Isa, Form F, bool Y>
+bool program_forward_in(const float* x, float* out, int64_t n, const FamilyProgram& p) {
+  using V = typename Isa::V;
+  const FamilyProgram k = p;  // a local copy: stores to `out` cannot alias it
+  switch (k.degree) {
+#define TG_CASE(D)                                                                           \
+  case D:                                                                                    \
+    map1<Isa, float, false>(x, out, n, [&](V v) { return family_eval<F, D + 1, Y>(v, k); }); \
+    return true;
+    TG_KERNEL_DEGREES(TG_CASE)
+#undef TG_CASE
+    default:
+      return false;
+  }
+}
+
+template <class Isa>
+bool program_forward(const float* x, float* out, int64_t n, const FamilyProgram& p, Form form,
+                     bool in_y) {
+  switch (form) {
+#define TG_FORM(F)                                                     \
+  case Form::F:                                                        \
+    return in_y ? program_forward_in<Isa, Form::F, true>(x, out, n, p) \
+                : program_forward_in<Isa, Form::F, false>(x, out, n, p);
+    TG_FORM(HalfPlusOdd)
+    TG_FORM(Odd)
+    TG_FORM(XHalfPlus)
+    TG_FORM(Even)
+    TG_FORM(HalfPlusSigned)
+    TG_FORM(XHalfPlusNonNeg)
+#undef TG_FORM
+    case Form::XHalfPlusEven:
+      return !in_y && program_forward_in<Isa, Form::XHalfPlusEven, false>(x, out, n, p);
+    default:
+      return false;
+  }
+}
+
 // The table of an instruction set: float32, float16 and bfloat16 on Isa; float64 on Isa64
 // (void: none, the scalar table's is used).
 template <class Isa, class Isa64 = void>

@@ -181,6 +181,7 @@ const KernelTable* avx2_table() {
       {backward_any<Avx2Isa, float>, backward_any<Avx2Isa, f16_t>, backward_any<Avx2Isa, bf16_t>,
        nullptr},
       family_kernels<Avx2Isa>(),
+      program_forward<Avx2Isa>,
   };
   return &table;
 }

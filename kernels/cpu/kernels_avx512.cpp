@@ -37,6 +37,7 @@ const KernelTable* avx512_table() {
       {backward_any<Avx512Isa, float>, backward_any<Avx512Isa, f16_t>,
        backward_any<Avx512Isa, bf16_t>, nullptr},
       family_kernels<Avx512Isa>(),
+      program_forward<Avx512Isa>,
   };
   return &table;
 }

@@ -83,6 +83,7 @@ const KernelTable* avx512bf16_table() {
       {base->forward[kF32], base->forward[kF16], forward_any<Avx512Bf16Isa, bf16_t>, nullptr},
       {base->backward[kF32], base->backward[kF16], backward_any<Avx512Bf16Isa, bf16_t>, nullptr},
       family_bf16(base->family),
+      base->program_forward,  // float32: the avx512 table's
   };
   return &table;
 }

@@ -47,6 +47,7 @@ const KernelTable& scalar_table() {
       {backward_any<ScalarIsa, float>, backward_any<ScalarIsa, f16_t>,
        backward_any<ScalarIsa, bf16_t>, backward_any<ScalarF64Isa, double>},
       family_kernels<ScalarIsa, ScalarF64Isa>(),
+      program_forward<ScalarIsa>,
   };
   return table;
 }

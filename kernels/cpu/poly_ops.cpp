@@ -6,7 +6,12 @@
 //
 //   forward   x * (1/2 + x P(z))  for fl(x*x) <= fl(clamp^2), z = fma(x*x, scale, -1)
 //   backward  grad * (1/2 + x P(z)) inside; grad * (x > 0) outside
+//
+// turbogelu::poly_family: the same for every other form of the family's programs
+// (family_eval.h's Form but the Exp2 ones, in |x| or x^2), the float32 forward only, so that
+// the sweep can time a fitted candidate of any function (experiments/sweep.py).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "cpu_kernels.h"
+#include "dispatch.h"
 #include "launch.h"
 
 namespace turbogelu {
@@ -63,6 +69,43 @@ at::Tensor poly_gelu_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
   return cpu::backward_with(grad, x, make_coeffs(coeffs, clamp, scale, "poly_gelu_backward"));
 }
 
+// poly_family's forms: family_eval.h's Form values a program of any function may take.
+bool program_form(int64_t form) {
+  return form >= 0 && form <= static_cast<int64_t>(Form::XHalfPlusNonNeg) &&
+         form != static_cast<int64_t>(Form::Exp2Nearest) &&
+         form != static_cast<int64_t>(Form::Exp2Floor);
+}
+
+at::Tensor poly_family_cpu(const at::Tensor& x, const at::Tensor& coeffs, int64_t form, bool in_y,
+                           double clamp, double scale, double below, double above) {
+  cpu::check_on_cpu(x, "poly_family", "x");
+  TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat,
+                   "turbogelu.poly_family: x must be float32 (the float32 forward is what it "
+                   "times), got ",
+                   x.scalar_type());
+  TORCH_CHECK_VALUE(program_form(form), "turbogelu.poly_family: form ", form,
+                    " is not a program form (family_eval.h's Form: 0-4, 7, 8)");
+  TORCH_CHECK_VALUE(!(in_y && form == static_cast<int64_t>(Form::XHalfPlusEven)),
+                    "turbogelu.poly_family: x/2 + x^2 P in x^2 is GELU's form: poly_gelu runs it");
+  const PolyCoeffs k = make_coeffs(coeffs, clamp, scale, "poly_family");
+  FamilyProgram p{k.degree, k.clamp, k.scale, static_cast<float>(below), static_cast<float>(above),
+                  {}};
+  for (int i = 0; i <= k.degree; ++i) p.c[i] = k.c[i];
+  const at::Tensor xc = x.contiguous();
+  at::Tensor out = at::empty_like(xc);
+  const cpu::KernelTable& table = cpu::current_kernel_table();
+  const auto fn = table.program_forward != nullptr ? table.program_forward
+                                                   : cpu::scalar_table().program_forward;
+  const auto f = static_cast<Form>(form);
+  TORCH_CHECK(fn(nullptr, nullptr, 0, p, f, in_y), "turbogelu.poly_family: no kernel for form ",
+              form, in_y ? " in x^2" : " in |x|", " at degree ", k.degree);
+  const float* xp = xc.const_data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  at::parallel_for(0, xc.numel(), cpu::parallel_grain(),
+                   [&](int64_t b, int64_t e) { fn(xp + b, op + b, e - b, p, f, in_y); });
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(turbogelu, m) {
@@ -72,11 +115,16 @@ TORCH_LIBRARY_FRAGMENT(turbogelu, m) {
       "poly_gelu_backward(Tensor grad, Tensor x, Tensor coeffs, float clamp, float scale) -> "
       "Tensor");
   m.def("_poly_degrees() -> int[]", &poly_degrees);
+  // form: family_eval.h's Form; below / above: the results beyond -clamp / +clamp.
+  m.def(
+      "poly_family(Tensor x, Tensor coeffs, int form, bool in_y, float clamp, float scale, "
+      "float below, float above) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(turbogelu, CPU, m) {
   m.impl("poly_gelu", &poly_gelu_cpu);
   m.impl("poly_gelu_backward", &poly_gelu_backward_cpu);
+  m.impl("poly_family", &poly_family_cpu);
 }
 
 }  // namespace turbogelu

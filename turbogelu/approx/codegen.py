@@ -272,6 +272,27 @@ _ASYMPTOTES = {"step": ("0.0f", "1.0f"), "sign": ("-1.0f", "1.0f"), "zero": ("0.
                "relu": ("-0.0f", "0.0f"), "relu+": ("0.0f", "0.0f")}  # fmt: skip
 
 
+# family_eval.h's enum class Form, by name (the run-time op poly_family takes the number;
+# tests/test_poly_ops.py reads the header to check them).
+FORM_CODES = {
+    "HalfPlusOdd": 0,
+    "Odd": 1,
+    "XHalfPlusEven": 2,
+    "XHalfPlus": 3,
+    "Even": 4,
+    "Exp2Nearest": 5,
+    "Exp2Floor": 6,
+    "HalfPlusSigned": 7,
+    "XHalfPlusNonNeg": 8,
+}
+
+
+def family_tails(ps) -> tuple[float, float]:
+    """(below, above): a program's results beyond -clamp and +clamp, as the kernels hold them
+    (for the x/2 forms "above" is unused: x itself)."""
+    return tuple(float(v.removesuffix("f")) for v in _ASYMPTOTES[ps.tgt.asymptote_kind])
+
+
 def family_form(ps) -> tuple[str, bool]:
     """The family_eval.h (Form, variable is x^2) of a PolySpec, or ValueError when the kernels
     have none: shifted, a finite clamp, float32 values; XHalfPlusEven in |x| with the
