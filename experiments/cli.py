@@ -384,6 +384,26 @@ def main(argv=None) -> int:
         "file's grids, quick or not); repeatable",
     )
     w.add_argument("--out", default=None, help="output folder (the file's out_dir)")
+    engine = w.add_mutually_exclusive_group()
+    engine.add_argument(
+        "--cluster",
+        metavar="local[:N]",
+        default=None,
+        help="run the points on a Dask LocalCluster of N workers on this machine (N: --jobs)",
+    )
+    engine.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run the points on the Dask cluster of this scheduler (tcp://host:8786); the "
+        "workers must run this commit (checked), the records come back to this runner",
+    )
+    w.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one bar over all the points (default: when stderr is a terminal)",
+    )
     w.set_defaults(func=_cmd_sweep)
 
     n = sub.add_parser(

@@ -151,7 +151,7 @@ def test_two_point_sweep_resumes(tmp_path):
     )
     out = tmp_path / "out"
     res = sweep.run(f, jobs=2, quick=True, out=out, log=lambda m: None)
-    assert res["failed"] == [] and len(res["ran"]) == 2 and res["skipped"] == []
+    assert res["failed"] == {} and len(res["ran"]) == 2 and res["skipped"] == []
     assert res["rows"] == 2
     recs = sorted((out / "points").glob("*.json"))
     assert len(recs) == 2
@@ -181,22 +181,25 @@ def test_two_point_sweep_resumes(tmp_path):
     lines = []
     third = sweep.run(f, jobs=1, quick=True, out=out, log=lines.append)
     assert third["ran"] == [old.stem] and third["skipped"] == [recs[1].stem]
-    assert "(1 made by other code)" in lines[0]
+    assert "(1 made by other code or failed)" in lines[0]
     assert json.loads(old.read_text())["code_version"] == rows[0]["code_version"]
 
 
-def test_time_spec_times_a_fitted_spec_through_poly_gelu():
-    # The sweep's time column: a degree-5 GELU spec through the run-time-coefficient op; a
-    # sigmoid spec (not an x/2 + even form) is refused with the reason.
+def test_time_spec_times_every_form_the_kernels_run():
+    # The sweep's time column: a degree-5 GELU spec through poly_gelu, a sigmoid one through
+    # poly_family; an exp2 fraction spec (no run-time kernel for its form) says why not.
     from turbogelu.approx.family_fit import fit_polyspec
 
     ps = fit_polyspec("gelu", "y", 2, 5, 4.0, 4.0, "float32", "remez", replay=False)
     us, note = sweep.time_spec(ps, size=4096, rounds=3, calls=2)
     assert us is not None and us > 0, note
     assert "poly_gelu" in note
-    sig = fit_polyspec("sigmoid", "u", 0, 3, 5.0, 5.0, "float32", "remez", replay=False)
+    sig = fit_polyspec("sigmoid", "u", 1, 3, 5.0, 5.0, "float32", "remez", replay=False)
     us, note = sweep.time_spec(sig, size=4096, rounds=3, calls=2)
-    assert us is None and "x/2 + even" in note
+    assert us is not None and us > 0 and "poly_family" in note, note
+    e2 = fit_polyspec("exp2_frac", degree=3, fit_interval=1.0, fmt="float32", replay=False)
+    us, note = sweep.time_spec(e2, size=4096, rounds=3, calls=2)
+    assert us is None and "no run-time kernel runs this form" in note
 
 
 def test_explicit_parameters_win_over_the_quick_grid(tmp_path, monkeypatch, capsys):
@@ -221,7 +224,7 @@ def test_explicit_parameters_win_over_the_quick_grid(tmp_path, monkeypatch, caps
     got = {}
     table = tmp_path / "table.md"
     table.write_text("| degree |\n")
-    res = {"failed": [], "table_md": table}
+    res = {"failed": {}, "table_md": table}
     monkeypatch.setattr(sweep, "run", lambda *a, **kw: got.update(kw) or res)
     assert cli.main(["sweep", str(f), "--quick", "-p", "degree=8"]) == 0
     assert got["params"] == {"degree": 8} and got["quick"] is True
@@ -243,3 +246,52 @@ def test_code_version_covers_the_timing_loop(monkeypatch):
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
     assert sweep.code_version(nb) != before
+
+
+def test_grid_blocks_give_each_function_its_own_ranges(tmp_path):
+    s = {
+        "name": "b",
+        "fixed": {"fmt": "float32"},
+        "grid": [
+            {"target": ["gelu"], "fit_range": [4.0, 4.5], "degree": [6]},
+            {"target": ["sigmoid"], "fit_range": [10.0], "degree": [6, 9]},
+            {"target": ["gelu"], "fit_range": [4.0], "degree": [6]},  # given twice: kept once
+        ],
+        "quick_grid": [{"fit_range": [4.0]}, {"degree": [9]}, {}],
+    }
+    full = [(p["target"], p["fit_range"], p["degree"]) for p in sweep.points(s)]
+    assert full == [("gelu", 4.0, 6), ("gelu", 4.5, 6), ("sigmoid", 10.0, 6), ("sigmoid", 10.0, 9)]
+    quick = [(p["target"], p["fit_range"], p["degree"]) for p in sweep.points(s, quick=True)]
+    assert quick == [("gelu", 4.0, 6), ("sigmoid", 10.0, 9)]
+    fixed = sweep.points(sweep.fix(s, {"degree": 12}))
+    assert {p["degree"] for p in fixed} == {12} and len(fixed) == 3
+    f = tmp_path / "s.json"
+    for bad, message in [
+        ({**s, "quick_grid": [{}]}, "one entry per block of grid"),
+        ({**s, "grid": []}, "non-empty list"),
+        ({**s, "grid": [{"degree": 6}]}, "grid.degree must be a non-empty list"),
+    ]:
+        f.write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=message):
+            sweep.load(f)
+
+
+def test_the_family_sweeps_cover_every_function_with_programs_of_its_own():
+    own = {"gelu", "gelu_tanh", "sigmoid", "tanh", "silu", "softplus", "exp2_frac"}
+    for name in ("family", "family_large"):
+        s = sweep.load(sweep.SWEEP_DIR / f"{name}.json")
+        for quick in (False, True):
+            assert {p["target"] for p in sweep.points(s, quick)} == own, (name, quick)
+    assert len(sweep.points(sweep.load(sweep.SWEEP_DIR / "family_large.json"))) > 3000
+
+
+def test_a_point_says_what_it_cannot_compute_for_its_target():
+    rec = sweep.measure_point("exp2_frac", 1.0, 4, "remez", "float32", quick=True)
+    assert rec["bf16_max_ulp"] is None and rec["fp16_max_ulp"] is None and rec["time_us"] is None
+    assert set(rec["not_computed"]) == {"bf16_max_ulp", "fp16_max_ulp", "time_us"}
+    assert "no correctly rounded bfloat16 reference" in rec["not_computed"]["bf16_max_ulp"]
+    sig = sweep.measure_point("sigmoid", 10.0, 6, "remez", "float32", variable="u", quick=True)
+    assert sig["not_computed"] == {} and sig["variable"] == "u" and sig["time_us"] > 0
+    assert sig["bf16_max_ulp"] >= 0 and sig["fp16_max_ulp"] >= sig["bf16_max_ulp"]
+    silu = sweep.measure_point("silu", 12.0, 6, "remez", "float32", variable="u", time_it=False)
+    assert silu["program"] == "turbogelu"  # the kernels' sign-keeping order in |x|
