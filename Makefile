@@ -86,11 +86,13 @@ bench: build
 	mkdir -p results
 	$(VPY) -m experiments bench --out results/bench.jsonl --plots results/bench | tee results/bench.md
 
-# The default parameter sweep (experiments/sweeps/default.json) through notebooks/sweep_point
-# with papermill; resumable (finished points are kept). QUICK=1: the file's quick grid.
+# A parameter sweep (experiments/sweeps/$(SWEEP).json: default, GELU's; family, every
+# function's) through notebooks/sweep_point with papermill; resumable (finished points are
+# kept). QUICK=1: the file's quick grid. On a Dask cluster: README, "Sweeps".
 JOBS ?= 2
+SWEEP ?= default
 sweep: build
-	$(VPY) -m experiments sweep experiments/sweeps/default.json --jobs $(JOBS) $(if $(QUICK),--quick)
+	$(VPY) -m experiments sweep experiments/sweeps/$(SWEEP).json --jobs $(JOBS) $(if $(QUICK),--quick)
 
 # Every run behind the report, the executed notebooks (reports/notebooks/*.html), the sweep,
 # the paper (reports/paper/) and a comparison with results/reference/ (experiments/reproduce.py).

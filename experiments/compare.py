@@ -104,7 +104,8 @@ CLASS_RULES: list[tuple[str, str, str]] = [
     ),
     (r"^bench\.", TIME, "the benchmark's ratios of times"),
     (
-        r"^(03_estrin_evaluation|05_timing|08_cells|10_activation_family)\..*" + _TIME_WORDS,
+        r"^(03_estrin_evaluation|05_timing|08_cells|10_activation_family|12_family_sweep)\..*"
+        + _TIME_WORDS,
         TIME,
         "times, speedups and ratios of times",
     ),
@@ -113,7 +114,7 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         # crossings of Remez fits, all through LAPACK: once numerics with a tolerance measured
         # between runs (5.6e-17, one ulp seen under OPENBLAS_CORETYPE=Haswell), which another
         # OpenBLAS kernel exceeded (Sandybridge: 1.6e-11 relative); a float64 result, by rule
-        r"^(01_tail_clamping|02_irls_fitting|07_polynomial_family|table2)\.",
+        r"^(01_tail_clamping|02_irls_fitting|07_polynomial_family|12_family_sweep|table2)\.",
         EXACT,
         "float64 fits and their errors (to FLOAT64_RTOL: LAPACK and numpy's / scipy's "
         "transcendentals; counts, settings and published numbers bit for bit)",

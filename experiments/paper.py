@@ -11,7 +11,8 @@
 * ``{{ table: name }}`` - a generated table (``TABLES``: a function of the results).
 * ``{{ figure: path | caption }}`` - a PNG from ``results/`` copied next to the output, shown
   with its caption as "Figure n: caption", numbered in order. ``{sweep}`` in the path is the
-  default sweep's folder of the mode (``default``, or ``default_quick`` in quick mode).
+  default sweep's folder of the mode (``default``, or ``default_quick`` in quick mode),
+  ``{family_sweep}`` the family sweep's (``family``, ``family_quick``).
 
 A paper is built in one mode, full or quick (``--quick``, what ``make reproduce QUICK=1``
 runs), from the results of that mode: the sweep folder of the mode, and every notebook result
@@ -182,6 +183,35 @@ def _table7_bf16(results: _Results) -> str:
     return llm_report.render_table7_bf16(_recorded(results, "nb11", "bf16", "the bfloat16 study"))
 
 
+def _family_fronts(results: _Results) -> str:
+    """The family sweep's Pareto fronts per function beside the shipped programs, as notebook
+    12 recorded them."""
+    fronts = _recorded(results, "nb12", "fronts", "the family sweep")
+    shipped = {(r["target"], r["tier"]): r for r in _recorded(results, "nb12", "shipped", "it")}
+    lines = [
+        "| function | program | degree | method | Horner ops | max abs error "
+        "| bf16 / fp16 max ulp |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
+    for target, rows in fronts.items():
+        for r in rows:
+            ulp = (
+                ""
+                if r.get("bf16_max_ulp") is None
+                else f"{r['bf16_max_ulp']} / {r['fp16_max_ulp']}"
+            )
+            lines.append(
+                f"| {target} | front: {r['variable']}, R = {r['fit_range']:g} | {r['degree']} "
+                f"| {r['method']} | {r['ops_horner']} | {r['max_abs_error']:.2e} | {ulp} |"
+            )
+        for tier in ("accurate", "paper"):
+            s = shipped.get((target, tier))
+            if s:
+                lines.append(f"| {target} | shipped {tier} | {s['degree']} | | {s['ops_horner']} "
+                             f"| {s['max_abs_error']:.2e} | |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def sweep_name(quick: bool) -> str:
     """The default sweep's folder under ``results/sweeps/`` in each mode (``sweep.out_dir``)."""
     return "default_quick" if quick else "default"
@@ -286,6 +316,7 @@ TABLES: dict[str, Callable[[_Results], str]] = {
     "table6_bf16": _table6_bf16,
     "table7_bf16": _table7_bf16,
     "sweep_front": _sweep_front,
+    "family_fronts": _family_fronts,
     "bench_targets": _bench_targets,
     "table3": _table3,
     "llm_tasks": _llm_tasks,
@@ -352,6 +383,7 @@ def _expand(body: str, results: _Results, filled: Filled) -> str:
     if kind == "figure":
         rel, _, caption = rest.partition("|")
         rel = rel.strip().replace("{sweep}", sweep_name(results.quick))
+        rel = rel.replace("{family_sweep}", "family_quick" if results.quick else "family")
         # "results/..." is under the results folder being read, whatever its name
         inside = rel.removeprefix("results/")
         path = results.root / inside if inside != rel else Path(ROOT, rel)

@@ -10,9 +10,10 @@ Steps (each a subprocess of this interpreter, timed; ``--quick`` gives each its 
    Tables 4, 9 and 10 (``results/bench_paper.json``, experiments.bench_paper)
 4. ``mnist``    the training comparison (``results/mnist_*.json``; quick: ``--quick``)
    ``llm``      the language-model tasks' protocols (``results/llm_*.json``; quick: ``--quick``)
-5. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
+5. ``sweep``    the default sweep (``experiments/sweeps/default.json``: GELU) and the family's
+   (``experiments/sweeps/family.json``), before the notebooks: notebook 12 reads the second
+6. ``notebooks`` every notebook in ``notebooks/`` (not ``sweep_point``), executed with papermill
    into ``reports/notebooks/`` and rendered to HTML beside it (``python -m experiments notebook``)
-6. ``sweep``    the default sweep (``experiments/sweeps/default.json``)
 7. ``paper``    ``reports/paper/`` from ``paper/paper.md``
 8. ``compare``  the new figures against ``results/reference/<mode>/`` (``compare``)
 
@@ -35,6 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 REPORTS = REPO / "reports"
 SPECS = ("gelu_exact", "gelu_tanh")
+# The sweeps of the report (experiments/sweeps/<name>.json), each in its mode's grid.
+SWEEPS = ("default", "family")
 
 
 def _py(*args: str) -> list[str]:
@@ -86,8 +89,12 @@ def steps(quick: bool) -> dict[str, list[list[str]]]:
         ],  # fmt: skip
         "mnist": [_py("mnist", "all", *q)],
         "llm": [_py("llm", "all", *q)],
+        "sweep": [
+            # one point at a time (--jobs 1): two would share the memory bus their times measure
+            _py("sweep", f"experiments/sweeps/{name}.json", "--no-progress", *q)
+            for name in SWEEPS
+        ],
         "notebooks": nb_cmds,
-        "sweep": [_py("sweep", "experiments/sweeps/default.json", *q)],
         "paper": [_py("paper", *q)],
     }
 

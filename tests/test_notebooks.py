@@ -33,6 +33,7 @@ EXECUTED = [
     "09_min_degree",
     "10_activation_family",
     "11_llm_tasks",
+    "12_family_sweep",
 ]
 
 
@@ -131,6 +132,19 @@ def test_quick_run_records_figures(quick_runs, stem):
         assert figures["ablation_bf16_b3_native_trained_delta_val_loss"] == 0
         assert figures["ablation_bf16_b3_minimax_trained_val_loss"] > 0
         assert (tmp / "figures" / stem / "ablation_bf16.png").is_file()
+    if stem == "12_family_sweep":  # issue 39: a front per function, the shipped programs
+        from experiments import sweep
+
+        functions = {"gelu", "gelu_tanh", "sigmoid", "tanh", "silu", "softplus", "exp2_frac"}
+        assert set(data["fronts"]) == functions and figures["failed_points"] == 0
+        assert {s["target"] for s in data["shipped"]} == functions - {"exp2_frac"}
+        for t in functions:
+            assert figures[f"{t}_front_points"] >= 1 and figures[f"{t}_best_max_abs_error"] > 0
+        # every function the kernels can run at run time was timed; exp2's fraction says why not
+        assert all(f"{t}_fastest_time_us" in figures for t in functions - {"exp2_frac"})
+        assert "exp2_frac_fastest_time_us" not in figures
+        assert (tmp / "sweeps" / "family_quick" / "front.json").is_file()
+        assert len(sweep.points(sweep.load(sweep.SWEEP_DIR / "family.json"), quick=True)) == 7
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows
         assert len(data["table8"]) == 7
         key = "table8_d2_least_squares"

@@ -230,7 +230,7 @@ def test_every_planned_command_parses(quick, monkeypatch):
         monkeypatch.setattr(cli, "run_command", lambda args: ran.append(args.command) or 0)
     plan = reproduce.steps(quick)
     assert list(plan) == [
-        "table2", "accuracy", "bench", "mnist", "llm", "notebooks", "sweep", "paper"
+        "table2", "accuracy", "bench", "mnist", "llm", "sweep", "notebooks", "paper"
     ]  # fmt: skip
     assert len(plan["notebooks"]) == len(reproduce._notebooks()) >= 5
     for cmds in plan.values():
@@ -508,3 +508,6 @@ def test_notebooks_left_out_of_reproduce_are_named_with_a_reason():
     assert "11_llm_tasks" in run
     names = list(reproduce.steps(quick=True))
     assert names.index("llm") < names.index("notebooks")
+    # notebook 12 reads the family sweep, which the sweep step makes
+    assert "12_family_sweep" in run and names.index("sweep") < names.index("notebooks")
+    assert any("family.json" in " ".join(cmd) for cmd in reproduce.steps(quick=True)["sweep"])

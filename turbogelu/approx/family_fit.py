@@ -75,6 +75,7 @@ FIT_DEFAULTS = {
 SEARCH_DEFAULTS = {"radius": 1, "pairs": True, "max_rounds": 100}
 OPTIONS = {
     "shift",
+    "program",
     "extent",
     "step",
     "replay",
@@ -353,7 +354,8 @@ def fit_polyspec(
 
     ``variable`` / ``factor`` None: the target's natural form (template defaults); ``clamp``
     None: the fit interval (inf for a target without asymptote). ``opts``: ``shift`` (the
-    normalized variable z, default True), the base method's ``points`` / ``iters`` /
+    normalized variable z, default True), ``program`` (the evaluation order of the replays:
+    "generic", the default, or "turbogelu"), the base method's ``points`` / ``iters`` /
     ``grid_points`` / ``max_iter``, the search's ``radius`` / ``pairs`` / ``max_rounds``, the
     error grid's ``extent`` (X) / ``step``, and ``replay`` (also measure the float32 and
     target-format replays; default True here). ``meta`` records the method, its settings, the
@@ -367,6 +369,8 @@ def fit_polyspec(
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}")
     form = {"fmt": fmt, "shift": bool(opts.pop("shift", True))}
+    if "program" in opts:  # the evaluation order the replays follow (PolySpec.program)
+        form["program"] = opts.pop("program")
     if variable is not None:
         form["variable"] = variable
     if factor is not None:
