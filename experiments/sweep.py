@@ -53,6 +53,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -857,6 +858,14 @@ def plot_pareto(rows, path: str | Path, title: str = "", shipped=()):
                                c="red" if s["tier"] == "accurate" else "orange",
                                edgecolors="k", linewidths=0.5, zorder=5,
                                label=f"shipped {s['tier']} (d{s['degree']})")  # fmt: skip
+            if not sel:  # a form no run-time kernel runs (exp2's fraction): say so, no axes
+                why = next((r["not_computed"].get("time_us") for r in rs
+                            if r.get("not_computed", {}).get("time_us")), "not timed")  # fmt: skip
+                ax.text(0.5, 0.5, "\n".join(textwrap.wrap(why, 60)), ha="center", va="center",
+                        fontsize=7, transform=ax.transAxes)  # fmt: skip
+                ax.set_axis_off()
+                ax.set_title(f"{title + ': ' if title else ''}{target}", fontsize=9)
+                continue
             ax.set_yscale("log")
             ax.set_xlabel(label, fontsize=8)
             ax.set_ylabel("max |error| (real arithmetic)", fontsize=8)

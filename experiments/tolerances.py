@@ -81,6 +81,7 @@ FIT_NOTEBOOKS = (
     "04_derivative_checks",
     "07_polynomial_family",
     "08_cells",
+    "12_family_sweep",
 )
 # A part is one step's name; "fits" stands for all of them but mnist.
 PARTS = ("mnist", "llm", "table2", "accuracy", *FIT_NOTEBOOKS)
