@@ -280,12 +280,14 @@ def measure_point(
     *,
     variable: str | None = None,
     factor: int | None = None,
+    shift: bool | None = None,
     quick: bool = False,
     time_it: bool = True,
 ) -> dict:
     """Fit one spec of any target of the lab (``turbogelu.approx.targets``: fit interval =
-    clamp = ``fit_range``, no clamp for a target without asymptote; the form of ``variable``
-    and ``factor``, the target's natural form where None; the kernels' evaluation order,
+    clamp = ``fit_range``, no clamp for a target without asymptote; the form of ``variable``,
+    ``factor`` and ``shift`` (P in z = 2 v / L - 1, or in v itself as the exp2 kernels take
+    it), the target's natural form where None; the kernels' evaluation order,
     ``kernel_program``) and measure it: errors in real arithmetic and of the float32 replay
     on the dense grid, max ulp error over every bfloat16 and float16 input x >= -3 (for targets
     with a correctly rounded reference), operation counts and dependency depth of both
@@ -296,7 +298,8 @@ def measure_point(
     base, _ = family_fit.split_method(method)
     opts = {k: v for k, v in QUICK_FIT.items() if k in family_fit.FIT_DEFAULTS[base]}
     tgt = targets.get(target)
-    form = {k: v for k, v in (("variable", variable), ("factor", factor)) if v is not None}
+    form = {k: v for k, v in (("variable", variable), ("factor", factor), ("shift", shift))
+            if v is not None}  # fmt: skip
     t0 = time.perf_counter()
     ps = family_fit.fit_polyspec(
         target,
@@ -321,6 +324,7 @@ def measure_point(
         "variable": ps.variable,
         "factor": ps.factor,
         "program": ps.program,
+        "shift": ps.shift,
         "form": ps.describe(),
         "quick": bool(quick),
         "max_abs_error": e["max_abs_error"],

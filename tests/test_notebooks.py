@@ -140,9 +140,8 @@ def test_quick_run_records_figures(quick_runs, stem):
         assert {s["target"] for s in data["shipped"]} == functions - {"exp2_frac"}
         for t in functions:
             assert figures[f"{t}_front_points"] >= 1 and figures[f"{t}_best_max_abs_error"] > 0
-        # every function the kernels can run at run time was timed; exp2's fraction says why not
-        assert all(f"{t}_fastest_time_us" in figures for t in functions - {"exp2_frac"})
-        assert "exp2_frac_fastest_time_us" not in figures
+        # every function was timed through a run-time kernel of its form
+        assert all(figures[f"{t}_fastest_time_us"] > 0 for t in functions)
         assert (tmp / "sweeps" / "family_quick" / "front.json").is_file()
         assert len(sweep.points(sweep.load(sweep.SWEEP_DIR / "family.json"), quick=True)) == 7
     if stem == "10_activation_family":  # the paper's Table 8, which the paper shows

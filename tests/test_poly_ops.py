@@ -178,6 +178,26 @@ def test_family_forms_match_the_replay_on_every_isa(degree, variable):
             np.testing.assert_array_equal(got, want, err_msg=f"{target} {var} {degree} {isa}")
 
 
+@pytest.mark.parametrize("degree", [2, 5, 12])
+def test_exp2_fractions_run_as_the_exp2_kernels_do(degree):
+    # 2^x = 2^n P(f), n = rint(x - 1/2): on [0, 1) n = 0 and the result is P(x), the replay's
+    # bits; elsewhere the exponent scales it, as the exp2 op's program (Exp2Floor)
+    ps = family_fit.fit_polyspec(
+        "exp2_frac", degree=degree, fit_interval=1.0, fmt="float32", method="remez",
+        shift=False, replay=False,
+    )  # fmt: skip
+    x = torch.linspace(0, 1, 50_001)[:-1]
+    want = polyspec.replay(ps, x.numpy()).view(np.int32)
+    far = torch.tensor([-3.25, 10.5, 200.0, -200.0, float("inf"), -float("inf"), float("nan")])
+    for isa in ops.cpu_isas_available():
+        with ops.use_cpu_isa(isa):
+            np.testing.assert_array_equal(ops.poly_family(x, ps).numpy().view(np.int32), want)
+            y = ops.poly_family(far, ps)
+        rel = 2 * ps.meta["errors"]["max_abs_error"] + 1e-6  # P's error on [0, 1], 2^f >= 1
+        assert y[1] == pytest.approx(2**10.5, rel=rel) and y[0] == pytest.approx(2**-3.25, rel=rel)
+        assert y[2] == y[4] == float("inf") and y[3] == y[5] == 0 and y[6].isnan()
+
+
 def test_poly_family_form_codes_are_the_kernels():
     import re
 
@@ -195,9 +215,14 @@ def test_poly_family_errors():
     args = ops.program_args(sig)
     with pytest.raises(TypeError, match="float32"):
         tg.poly_family(x.to(torch.bfloat16), *args)
-    for form in (5, 6, 9, -1):  # the Exp2 forms are not programs of this shape
+    for form in (9, -1):
         with pytest.raises(ValueError, match="not a program form"):
             tg.poly_family(x, args[0], form, *args[2:])
+    with pytest.raises(ValueError, match="exp2 forms take P in f itself"):
+        tg.poly_family(x, args[0], 6, True, *args[3:])
+    shifted = family_fit.fit_polyspec("exp2_frac", degree=4, fit_interval=1.0, fmt="float32")
+    with pytest.raises(ValueError, match="no shift"):
+        ops.program_args(shifted)
     with pytest.raises(ValueError, match="GELU's form"):
         tg.poly_family(x, args[0], 2, True, *args[3:])
     with pytest.raises(ValueError, match="degree 13"):

@@ -295,3 +295,6 @@ def test_a_point_says_what_it_cannot_compute_for_its_target():
     assert sig["bf16_max_ulp"] >= 0 and sig["fp16_max_ulp"] >= sig["bf16_max_ulp"]
     silu = sweep.measure_point("silu", 12.0, 6, "remez", "float32", variable="u", time_it=False)
     assert silu["program"] == "turbogelu"  # the kernels' sign-keeping order in |x|
+    # exp2's fraction in f itself, as the exp2 kernels take it: timed inside 2^n P(f)
+    e2 = sweep.measure_point("exp2_frac", 1.0, 4, "remez", "float32", shift=False, quick=True)
+    assert e2["shift"] is False and e2["time_us"] > 0 and "poly_family" in e2["time_note"]

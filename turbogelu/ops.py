@@ -912,6 +912,8 @@ def program_args(spec) -> tuple:
     ``polyspec.replay(spec)`` in float32 (the kernels' order, FMAs fused)."""
     from .approx import codegen
 
+    if spec.target == "exp2_frac":
+        return _exp2_args(spec)
     form, in_y = codegen.family_form(spec)
     if form == "XHalfPlusEven" and in_y:  # family_form refuses it; GELU's form: poly_gelu
         raise ValueError(f"turbogelu.program_args: {spec.describe()} is GELU's form: poly_gelu")
@@ -919,6 +921,21 @@ def program_args(spec) -> tuple:
     below, above = codegen.family_tails(spec)
     return (coeffs, codegen.FORM_CODES[form], in_y, float(spec.clamp), float(spec.scale),
             below, above)  # fmt: skip
+
+
+def _exp2_args(spec) -> tuple:
+    """``program_args`` of an exp2 fraction spec: 2^x = 2^n P(f) with n = rint(x - 1/2) and
+    f = x - n in [0, 1] (family_eval.h's Exp2Floor), P in f itself: the spec must be fitted
+    on [0, 1] without the shifted variable (``shift=False``)."""
+    from .approx import codegen
+
+    if spec.shift or spec.variable != "u" or spec.factor != 0 or spec.fit_interval != 1.0:
+        raise ValueError(
+            "turbogelu.program_args: the exp2 kernels evaluate P(f) for f in [0, 1] in f itself "
+            f"(variable 'u', factor 0, no shift, fit interval 1); got {spec.describe()}"
+        )
+    coeffs = torch.tensor(spec.coefficients, dtype=torch.float64).to(torch.float32)
+    return (coeffs, codegen.FORM_CODES["Exp2Floor"], False, 1.0, 0.0, 0.0, 0.0)
 
 
 def poly_family(x: torch.Tensor, spec) -> torch.Tensor:

@@ -597,8 +597,8 @@ void family_fill_cells(FamilyKernels* table) {
 // poly_ops.cpp's poly_family: the float32 forward of a program whose form, variable and
 // degree are chosen at run time (the sweep times fitted candidates with it), through the same
 // element function and loop as the ops (family_eval, map1, plain stores). One instantiation
-// per form, variable and degree of TG_KERNEL_DEGREES: false where there is none (the Exp2
-// forms; XHalfPlusEven in x^2, GELU's form, which poly_gelu runs).
+// per form, variable and degree of TG_KERNEL_DEGREES: false where there is none
+// (XHalfPlusEven in x^2, GELU's form, which poly_gelu runs; the Exp2 forms in x^2).
 template <class Isa, Form F, bool Y>
 bool program_forward_in(const float* x, float* out, int64_t n, const FamilyProgram& p) {
   using V = typename Isa::V;
@@ -632,6 +632,11 @@ bool program_forward(const float* x, float* out, int64_t n, const FamilyProgram&
 #undef TG_FORM
     case Form::XHalfPlusEven:
       return !in_y && program_forward_in<Isa, Form::XHalfPlusEven, false>(x, out, n, p);
+    // exp2: 2^n P(f), P in f itself (the Exp2 forms read only the coefficients)
+    case Form::Exp2Nearest:
+      return !in_y && program_forward_in<Isa, Form::Exp2Nearest, false>(x, out, n, p);
+    case Form::Exp2Floor:
+      return !in_y && program_forward_in<Isa, Form::Exp2Floor, false>(x, out, n, p);
     default:
       return false;
   }

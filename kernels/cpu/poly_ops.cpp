@@ -8,8 +8,8 @@
 //   backward  grad * (1/2 + x P(z)) inside; grad * (x > 0) outside
 //
 // turbogelu::poly_family: the same for every other form of the family's programs
-// (family_eval.h's Form but the Exp2 ones, in |x| or x^2), the float32 forward only, so that
-// the sweep can time a fitted candidate of any function (experiments/sweep.py).
+// (family_eval.h's Form, in |x| or x^2; exp2's 2^n P(f) with P in f), the float32 forward
+// only, so that the sweep can time a fitted candidate of any function (experiments/sweep.py).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -69,11 +69,9 @@ at::Tensor poly_gelu_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
   return cpu::backward_with(grad, x, make_coeffs(coeffs, clamp, scale, "poly_gelu_backward"));
 }
 
-// poly_family's forms: family_eval.h's Form values a program of any function may take.
+// poly_family's forms: family_eval.h's Form values.
 bool program_form(int64_t form) {
-  return form >= 0 && form <= static_cast<int64_t>(Form::XHalfPlusNonNeg) &&
-         form != static_cast<int64_t>(Form::Exp2Nearest) &&
-         form != static_cast<int64_t>(Form::Exp2Floor);
+  return form >= 0 && form <= static_cast<int64_t>(Form::XHalfPlusNonNeg);
 }
 
 at::Tensor poly_family_cpu(const at::Tensor& x, const at::Tensor& coeffs, int64_t form, bool in_y,
@@ -84,9 +82,12 @@ at::Tensor poly_family_cpu(const at::Tensor& x, const at::Tensor& coeffs, int64_
                    "times), got ",
                    x.scalar_type());
   TORCH_CHECK_VALUE(program_form(form), "turbogelu.poly_family: form ", form,
-                    " is not a program form (family_eval.h's Form: 0-4, 7, 8)");
+                    " is not a program form (family_eval.h's Form: 0-8)");
   TORCH_CHECK_VALUE(!(in_y && form == static_cast<int64_t>(Form::XHalfPlusEven)),
                     "turbogelu.poly_family: x/2 + x^2 P in x^2 is GELU's form: poly_gelu runs it");
+  const bool exp2 = form == static_cast<int64_t>(Form::Exp2Nearest) ||
+                    form == static_cast<int64_t>(Form::Exp2Floor);
+  TORCH_CHECK_VALUE(!(in_y && exp2), "turbogelu.poly_family: the exp2 forms take P in f itself");
   const PolyCoeffs k = make_coeffs(coeffs, clamp, scale, "poly_family");
   FamilyProgram p{k.degree, k.clamp, k.scale, static_cast<float>(below), static_cast<float>(above),
                   {}};
