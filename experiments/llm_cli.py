@@ -122,7 +122,7 @@ def main(args) -> int:
 
     import dataclasses
 
-    from . import llm, llm_protocols, llm_report
+    from . import llm, llm_ablation, llm_protocols, llm_report
     from .llm_settings import BF16_MODEL, MODEL, QUICK_MODEL
 
     model = llm.Config(**(QUICK_MODEL if quick else MODEL))
@@ -209,8 +209,6 @@ def main(args) -> int:
             save("swap", payload)
             plot(llm_report.plot_swap, rows, "swap")
         if p in ("ablation", "all"):
-            from . import llm_ablation
-
             t1 = time.perf_counter()
             body = llm_ablation.run_ablation(models, seed_s, corpus, minimax=minimax, log=log)
             log(llm_report.ablation_text(body))
@@ -237,8 +235,13 @@ def main(args) -> int:
         from .llm_settings import PAPER_SOURCE, PAPER_TABLE7
 
         t0 = time.perf_counter()
+        checkpoints: dict = {}  # the first seed's native models, which the ablation swaps
         res = llm_protocols.run_bf16_protocol(
-            tasks, bf16_s, corpus, bf16_seeds, progress=args.progress, log=log, minimax=minimax
+            tasks, bf16_s, corpus, bf16_seeds, progress=args.progress, log=log,
+            checkpoints=checkpoints,
+        )  # fmt: skip
+        res["ablation"] = llm_ablation.run_ablation(
+            checkpoints, bf16_s, corpus, minimax=minimax, log=log
         )
         wall = time.perf_counter() - t0
         log(llm_report.bf16_text(res))

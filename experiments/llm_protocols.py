@@ -503,36 +503,29 @@ def run_bf16_protocol(
     *,
     progress: bool | None = None,
     log: Log | None = None,
-    minimax: str = "auto",
+    checkpoints: dict[str, nn.Module] | None = None,
 ) -> dict:
     """The noise protocol with ``bf16_arms`` at ``settings.precision`` = "bfloat16" (one
     native run per task and seed, the reference of both tiers' paired differences), then the
-    swap protocol on the first seed's native checkpoints with both tiers, and the Table 6
-    ablation on them (``llm_ablation.run_ablation``, its minimax by ``minimax``). Returns
-    {"rows", "summary": summarize_noise, "swap": run_swap_protocol's rows, "table":
-    llm_report.bf16_table, "outside": llm_report.bf16_summary, "ablation": run_ablation's
-    body}."""
-    from . import llm_ablation, llm_report
+    swap protocol on the first seed's native checkpoints with both tiers. Those checkpoints
+    are left in ``checkpoints`` when given (the CLI runs the Table 6 ablation on them:
+    ``llm_ablation.run_ablation``, which imports this module). Returns {"rows", "summary":
+    summarize_noise, "swap": run_swap_protocol's rows, "table": llm_report.bf16_table,
+    "outside": llm_report.bf16_summary}."""
+    from . import llm_report
 
     if settings.precision != "bfloat16":
         raise ValueError(
             f"the bfloat16 study needs precision 'bfloat16', got {settings.precision!r}"
         )
-    checkpoints: dict[str, nn.Module] = {}
+    checkpoints = {} if checkpoints is None else checkpoints
     noise = run_noise_protocol(
         tasks, settings, corpus, seeds, arms_=bf16_arms(), progress=progress, log=log,
         checkpoints=checkpoints,
     )  # fmt: skip
     swap = run_swap_protocol(checkpoints, settings, corpus, forms=bf16_arms())
     table = llm_report.bf16_table(noise["summary"], swap)
-    ablation = llm_ablation.run_ablation(checkpoints, settings, corpus, minimax=minimax, log=log)
-    return {
-        **noise,
-        "swap": swap,
-        "table": table,
-        "outside": llm_report.bf16_summary(table),
-        "ablation": ablation,
-    }
+    return {**noise, "swap": swap, "table": table, "outside": llm_report.bf16_summary(table)}
 
 
 # ---------------------------------------------------------------- throughput

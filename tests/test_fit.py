@@ -358,6 +358,9 @@ R_COPIES = {
     " checked equal to the table below",
     "experiments/sweep.py": "its docstring's example of a sweep file",
     "experiments/sweeps/default.json": "a grid of R values, the shipped one among them",
+    "experiments/sweeps/family.json": "GELU's points of the family grid at the shipped R",
+    "experiments/sweeps/family_large.json": "the cluster grid's R values, the shipped one among"
+    " them",
     "tests/test_sweep.py": "sweep grids of the tests",
     "tests/test_paper.py": "a made-up notebook result",
 }

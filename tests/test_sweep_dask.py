@@ -146,3 +146,16 @@ def test_ctrl_c_cancels_the_pending_points_and_keeps_the_finished_records(
     monkeypatch.setattr(sweep, "write_point", real)
     rest = sweep.run(f, jobs=2, quick=True, out=out, log=lambda m: None, progress=False)
     assert rest["skipped"] == list(kept) and len(rest["ran"]) == 2  # the lock went too
+
+
+def test_the_docs_say_how_to_run_on_n_machines_and_what_is_tested():
+    """Issue 39, item 4: the README points to the page that says how to run on a Dask cluster
+    or a batch cluster, and what was tested here and what was not."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert "docs/sweeps.md" in (root / "README.md").read_text()
+    page = (root / "docs" / "sweeps.md").read_text()
+    for needle in ("--scheduler", "dask scheduler", "dask worker", "dask-jobqueue",
+                   "LocalCluster", "Not tested: several machines"):  # fmt: skip
+        assert needle in page, needle
