@@ -27,7 +27,8 @@ it can be compared):
   OpenBLAS, PyTorch's own GELU at special values. Each must lie within the tolerance measured
   for it (``TOLERANCE_FILE``, written by ``python -m experiments.tolerances``: twice the largest
   difference seen between runs under different ATen / MKL / oneDNN / OpenBLAS instruction sets
-  and thread counts and the reference).
+  and thread counts and the reference), or match as an exact figure would (a tolerance
+  measured as 0 is not tighter than ``FLOAT64_RTOL``).
 * **time**: times, speedups and ratios of times belong to a machine; shown as new/reference
   ratios with both machines named, never failing.
 
@@ -108,6 +109,17 @@ CLASS_RULES: list[tuple[str, str, str]] = [
         + _TIME_WORDS,
         TIME,
         "times, speedups and ratios of times",
+    ),
+    (
+        # A sweep point's program is its fit rounded to float32; the fit (Remez through LAPACK
+        # and numpy's transcendentals) is determined only to its rounding noise, so a
+        # coefficient within that noise of a float32 midpoint rounds either way on another CPU
+        # (exp2's fraction in the quick grid, c4 = 0x1.2509e3p-7 to 1e-11: its max error
+        # 1.2328e-07 here, 1.2422e-07 under .ci/run's imitation). Only the best error per
+        # function is a figure; the counts beside it are integers, held exactly.
+        r"^12_family_sweep\.\w+_best_max_abs_error$",
+        NUMERICS,
+        "the error of a float32 rounding of a fit known to its rounding noise",
     ),
     (
         # 01's crossing_shift_per_degree too, a least-squares line (np.polyfit) through the
@@ -330,7 +342,9 @@ def _same(cls: str, new: float, ref: float, tol: float | None, name: str = "") -
         return exact_match(name, new, ref)
     if math.isnan(new) or math.isnan(ref):
         return math.isnan(new) and math.isnan(ref)
-    return abs(new - ref) <= tol
+    # never held tighter than an exact figure: a tolerance measured as 0 (no two runs here
+    # disagreed) still lets a float64 result move by FLOAT64_RTOL on another CPU
+    return abs(new - ref) <= tol or exact_match(name, new, ref)
 
 
 def compare(

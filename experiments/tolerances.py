@@ -71,6 +71,18 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
         },
         [],
     ),
+    # .ci/run's second pass (tests/test_tolerances_variants.py holds them equal): numpy
+    # without its SIMD loops for exp, log1p, ... and OpenBLAS's Sandybridge kernels move the
+    # last bits of the fits' float64 arithmetic
+    "ci-imitation": (
+        {
+            "TURBOGELU_CPU_ISA": "avx2",
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR X86_V3",
+            "OPENBLAS_CORETYPE": "Sandybridge",
+        },
+        [],
+    ),
 }
 REFERENCE_RUN = "reference"
 # The steps behind the figures that are not times (make reproduce's, in each mode).

@@ -392,6 +392,21 @@ def test_tolerances_command_refuses_an_unknown_variant_or_part(capsys):
         tolerances.main(["--parts", "05_timing"])
 
 
+def test_the_tolerance_variants_include_the_ci_imitation():
+    """A figure that .ci/run's second pass moves must be measured moving: its imitation's
+    environment (less the Inductor cache folder, which changes no figure) is a variant."""
+    import shlex
+
+    from experiments import tolerances
+
+    text = (compare.REPO / ".ci" / "run").read_text()
+    block = re.search(r"^imitation=\((.*?)^\)", text, re.S | re.M).group(1)
+    words = shlex.split("\n".join(ln.split("#")[0] for ln in block.splitlines()))
+    env = dict(w.split("=", 1) for w in words)
+    env.pop("TORCHINDUCTOR_CACHE_DIR")
+    assert env == tolerances.VARIANTS["ci-imitation"][0]
+
+
 def test_tolerances_of_one_part_keep_the_other_parts_measured_earlier(tmp_path, monkeypatch):
     # The llm part measured alone must not drop (or zero) the mnist figures' tolerances that an
     # earlier command measured from runs no longer in the work folder.
@@ -511,3 +526,16 @@ def test_notebooks_left_out_of_reproduce_are_named_with_a_reason():
     # notebook 12 reads the family sweep, which the sweep step makes
     assert "12_family_sweep" in run and names.index("sweep") < names.index("notebooks")
     assert any("family.json" in " ".join(cmd) for cmd in reproduce.steps(quick=True)["sweep"])
+
+
+def test_a_numerics_figure_is_never_held_tighter_than_an_exact_one():
+    """A tolerance measured as 0 (no two runs here disagreed) still lets a float64 result move
+    by FLOAT64_RTOL, as an exact figure may; beyond both it fails."""
+    name = "12_family_sweep.exp2_frac_best_max_abs_error"
+    assert compare.classify(name) == compare.NUMERICS
+    ref = 1.2328382581472397e-07
+    assert compare._same(compare.NUMERICS, ref * (1 + 1e-9), ref, 0.0, name)
+    assert not compare._same(compare.NUMERICS, ref * (1 + 1e-3), ref, 0.0, name)
+    assert compare._same(compare.NUMERICS, ref * (1 + 1e-3), ref, 2e-10, name)
+    # its integer neighbours stay exact
+    assert compare.classify("12_family_sweep.exp2_frac_best_ops") == compare.EXACT
