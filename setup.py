@@ -3,8 +3,11 @@
     pip install --no-build-isolation -e .
 
 No -march=native: the AVX2 and AVX-512 kernels are compiled for their targets by pragmas in
-their own files and chosen at run time, so the library runs on any x86-64 (and the portable
-scalar kernels elsewhere).
+their own files and chosen at run time, so the library runs on any x86-64; on ARM64 the NEON
+kernels (kernels/cpu/kernels_neon*.cpp) are built the same way, AdvSIMD being in every ARMv8-A
+core and the BF16 store compiled for its extension by a pragma and chosen at run time (Linux
+tested under qemu by tests/test_neon.py; macOS not compiled here: untested). On any other CPU
+the portable scalar kernels run. Each instruction set's file compiles to a stub elsewhere.
 
 CUDA (kernels/cuda/) is compiled when a CUDA toolkit and a CUDA build of torch are present;
 TURBOGELU_CUDA=1 forces it (an error without them), TURBOGELU_CUDA=0 turns it off. No GPU is
@@ -73,17 +76,7 @@ def sources(with_cuda: bool, with_probes: bool):
     return sorted(p for p in found if with_cuda or not os.path.basename(p).startswith("cuda_"))
 
 
-CXX_FLAGS = [
-    "-O3",
-    "-std=c++20",  # torch 2.14 headers need C++20
-    # The kernels call fma() explicitly where they want one; no other multiply and add may be
-    # fused, or the results would depend on the compiler (the tests compare them bit for bit
-    # with a numpy replay and across instruction sets).
-    "-ffp-contract=off",
-    "-fvisibility=hidden",
-    "-Wall",
-    "-Wno-unknown-pragmas",
-]
+CXX_FLAGS = _build.CXX_FLAGS
 # at::parallel_for only splits work when the extension itself is compiled with OpenMP (as
 # torch is); without it every call runs on one thread. Apple's clang has no -fopenmp.
 OPENMP = [] if sys.platform == "darwin" else ["-fopenmp"]

@@ -218,7 +218,9 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--degree-rounds", type=int, default=None, help="(30; --quick 5)")
     p.add_argument(
-        "--isa", default=None, help="run turbogelu under this ISA (avx512bf16|avx512|avx2|scalar)"
+        "--isa",
+        default=None,
+        help="run turbogelu under this ISA (avx512bf16|avx512|avx2|neonbf16|neon|scalar)",
     )
     p.add_argument(
         "--flush",

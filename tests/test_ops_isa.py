@@ -27,7 +27,9 @@ pytestmark = pytest.mark.usefixtures("poly_program")
 
 def test_isa_introspection():
     assert ISAS[-1] == "scalar"
-    assert set(ISAS) <= {"avx512bf16", "avx512", "avx2", "scalar"}
+    assert set(ISAS) <= {"avx512bf16", "avx512", "avx2", "neonbf16", "neon", "scalar"}
+    # one architecture's sets only: x86-64's or ARM64's
+    assert not (set(ISAS) & {"avx2", "avx512"} and set(ISAS) & {"neon", "neonbf16"})
     assert turbogelu.cpu_isa() in ISAS
     assert turbogelu.cpu_isas_available() == ISAS
 
@@ -35,13 +37,15 @@ def test_isa_introspection():
 def test_unknown_isa_raises_value_error():
     before = turbogelu.cpu_isa()
     for name in ("sse9", "AVX2", "", "auto "):
-        with pytest.raises(ValueError, match="choose auto, avx512bf16, avx512, avx2 or scalar"):
+        with pytest.raises(
+            ValueError, match="choose auto, avx512bf16, avx512, avx2, neonbf16, neon or scalar"
+        ):
             OPS._set_cpu_isa(name)
     assert turbogelu.cpu_isa() == before
 
 
 def test_unavailable_isa_raises():
-    missing = [n for n in ("avx512bf16", "avx512", "avx2") if n not in ISAS]
+    missing = [n for n in ("avx512bf16", "avx512", "avx2", "neonbf16", "neon") if n not in ISAS]
     if not missing:
         pytest.skip("every instruction set is available here")
     with pytest.raises(RuntimeError, match="not available"):
@@ -135,4 +139,5 @@ def test_env_var_selects_isa(isa_env_children, name):
 def test_env_var_bogus_gives_a_clear_error(isa_env_children):
     out = isa_env_children["bogus"]
     assert "ERROR ValueError" in out, out
-    assert "'bogus'" in out and "auto, avx512bf16, avx512, avx2 or scalar" in out, out
+    assert "'bogus'" in out, out
+    assert "auto, avx512bf16, avx512, avx2, neonbf16, neon or scalar" in out, out

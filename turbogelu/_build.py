@@ -26,6 +26,19 @@ import sys
 DEFAULT_ARCH_LIST = "9.0+PTX"
 
 # nvcc flags of kernels/cuda/*.cu (tests/test_cuda.py compiles the PTX with the same ones).
+# The C++ flags of every target (setup.py; tests/test_neon.py cross-compiles with them).
+CXX_FLAGS = [
+    "-O3",
+    "-std=c++20",  # torch 2.14 headers need C++20
+    # The kernels call fma() explicitly where they want one; no other multiply and add may be
+    # fused, or the results would depend on the compiler (the tests compare them bit for bit
+    # with a numpy replay and across instruction sets). GCC's default on ARM64 fuses them.
+    "-ffp-contract=off",
+    "-fvisibility=hidden",
+    "-Wall",
+    "-Wno-unknown-pragmas",
+]
+
 NVCC_FLAGS = [
     "-O3",
     "-std=c++17",  # gelu_kernels.cu includes no torch header

@@ -535,7 +535,8 @@ def gelu_backward_op(
 
 
 def cpu_isa() -> str:
-    """The CPU instruction set the kernels use now: 'avx512bf16', 'avx512', 'avx2' or 'scalar'."""
+    """The CPU instruction set the kernels use now: 'avx512bf16', 'avx512', 'avx2' (x86-64),
+    'neonbf16', 'neon' (ARM64) or 'scalar'."""
     return _ops._cpu_isa()
 
 

@@ -1,7 +1,8 @@
 // The CPU kernel tables, one per instruction set, behind plain function pointers.
 //
 // Each instruction set lives in its own translation unit compiled for that target
-// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512bf16.cpp); none of them
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512bf16.cpp,
+// kernels_neon.cpp, kernels_neonbf16.cpp); none of them
 // includes torch, so no inline torch function is ever compiled with AVX-512 enabled and picked by
 // the linker for a machine without it. dispatch.cpp chooses a table at run time (cpuid).
 #pragma once
@@ -99,6 +100,10 @@ const KernelTable* avx2_table();
 const KernelTable* avx512_table();
 // The avx512 table with the AVX512-BF16 bfloat16 store (kernels_avx512bf16.cpp).
 const KernelTable* avx512bf16_table();
+// ARM64: AdvSIMD (kernels_neon.cpp), and with the BF16 extension's store
+// (kernels_neonbf16.cpp); nullptr on other targets.
+const KernelTable* neon_table();
+const KernelTable* neonbf16_table();
 
 // Degrees (of P) with compiled kernels. A list rather than one value so that experiments can
 // time other fitted specs through the same code (turbogelu::poly_gelu, poly_ops.cpp: the

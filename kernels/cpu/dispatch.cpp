@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "arm_features.h"
 #include "cpu_kernels.h"
 #include "hooks.h"
 #include "turbogelu/ops_common.h"
@@ -60,12 +61,22 @@ bool cpu_has_avx2() {
 #endif
 }
 
+// ARM64: AdvSIMD is in every ARMv8-A core; the BF16 extension (BFCVTN) is optional
+// (arm_features.h asks the operating system).
+bool cpu_has_neon() { return cpu::neon_table() != nullptr; }
+
+bool cpu_has_neonbf16() {
+  return cpu_has_neon() && cpu::neonbf16_table() != nullptr && cpu::arm_has_bf16();
+}
+
 // Best first.
 std::vector<std::string> available_isas() {
   std::vector<std::string> out;
   if (cpu_has_avx512bf16()) out.push_back("avx512bf16");
   if (cpu_has_avx512()) out.push_back("avx512");
   if (cpu_has_avx2()) out.push_back("avx2");
+  if (cpu_has_neonbf16()) out.push_back("neonbf16");
+  if (cpu_has_neon()) out.push_back("neon");
   out.push_back("scalar");
   return out;
 }
@@ -73,9 +84,11 @@ std::vector<std::string> available_isas() {
 const KernelTable* table_for(const std::string& name) {
   const auto avail = available_isas();
   if (name == "auto") return table_for(avail.front());
-  const bool known = name == "avx512bf16" || name == "avx512" || name == "avx2" || name == "scalar";
+  const bool known = name == "avx512bf16" || name == "avx512" || name == "avx2" ||
+                     name == "neonbf16" || name == "neon" || name == "scalar";
   TORCH_CHECK_VALUE(known, "turbogelu: unknown CPU instruction set '", name,
-                    "'; choose auto, avx512bf16, avx512, avx2 or scalar (TURBOGELU_CPU_ISA)");
+                    "'; choose auto, avx512bf16, avx512, avx2, neonbf16, neon or scalar "
+                    "(TURBOGELU_CPU_ISA)");
   bool ok = false;
   for (const auto& a : avail) ok = ok || a == name;
   TORCH_CHECK(ok, "turbogelu: the CPU instruction set '", name,
@@ -83,6 +96,8 @@ const KernelTable* table_for(const std::string& name) {
   if (name == "avx512bf16") return cpu::avx512bf16_table();
   if (name == "avx512") return cpu::avx512_table();
   if (name == "avx2") return cpu::avx2_table();
+  if (name == "neonbf16") return cpu::neonbf16_table();
+  if (name == "neon") return cpu::neon_table();
   return &cpu::scalar_table();
 }
 
@@ -94,7 +109,8 @@ const KernelTable* table_for(const std::string& name) {
 // a hook's argument drops the override; a hook returns the previous override, or "process".
 constexpr const char* kProcess = "process";
 
-// The instruction set, from TURBOGELU_CPU_ISA (auto | avx512bf16 | avx512 | avx2 | scalar). An
+// The instruction set, from TURBOGELU_CPU_ISA (auto | avx512bf16 | avx512 | avx2 | neonbf16 |
+// neon | scalar). An
 // unusable value makes every call fail with the reason.
 std::atomic<const KernelTable*>& isa_slot() {
   static std::atomic<const KernelTable*> slot{nullptr};
@@ -215,6 +231,10 @@ std::tuple<std::string, std::string, std::string, std::string> cpu_program() {
                  : "forced by TURBOGELU_CPU_KERNEL=" + program;
   } else if (program == "cells") {
     reason = "default on " + isa + ": the cells' lookups are one two-table permute (vpermt2ps)";
+  } else if (isa == "neon" || isa == "neonbf16") {
+    reason = "default on " + isa +
+             ": the cells' 32-entry lookups are two four-register TBLs or lane loads there, "
+             "and neither program's speed has been measured on ARM64";
   } else {
     reason = "default on " + isa +
              ": without AVX-512 two-table permutes the cells' lookups cost more than the "

@@ -665,6 +665,29 @@ const FamilyKernels* family_kernels() {
   return table.ops;
 }
 
+// The table of an instruction set that differs from `base` in its bfloat16 store only (the
+// *bf16 sets: avx512bf16 over avx512, neonbf16 over neon): base's float32 and float16 kernels
+// and run-time programs, Isa's bfloat16 ones.
+template <class Isa>
+KernelTable bf16_table_over(const char* name, const KernelTable* base) {
+  static const auto family = [base] {
+    struct Table {
+      FamilyKernels ops[kFamilyTableSize];
+    } t;
+    for (int i = 0; i < kFamilyTableSize; ++i) t.ops[i] = base->family[i];
+    family_fill<Isa, bf16_t>(t.ops);
+    family_fill_cells<Isa, bf16_t>(t.ops);
+    return t;
+  }();
+  return {
+      name,
+      {base->forward[kF32], base->forward[kF16], forward_any<Isa, bf16_t>, nullptr},
+      {base->backward[kF32], base->backward[kF16], backward_any<Isa, bf16_t>, nullptr},
+      family.ops,
+      base->program_forward,  // float32: the base table's
+  };
+}
+
 }  // namespace TG_ISA_NAMESPACE
 }  // namespace cpu
 }  // namespace turbogelu

@@ -59,32 +59,11 @@ struct Avx512Bf16Isa : Avx512Isa {
   }
 };
 
-// The avx512 family table with this file's bfloat16 kernels.
-const FamilyKernels* family_bf16(const FamilyKernels* base) {
-  static const auto table = [base] {
-    struct Table {
-      FamilyKernels ops[kFamilyTableSize];
-    } t;
-    for (int i = 0; i < kFamilyTableSize; ++i) t.ops[i] = base[i];
-    family_fill<Avx512Bf16Isa, bf16_t>(t.ops);
-    family_fill_cells<Avx512Bf16Isa, bf16_t>(t.ops);
-    return t;
-  }();
-  return table.ops;
-}
-
 }  // namespace
 }  // namespace avx512bf16
 
 const KernelTable* avx512bf16_table() {
-  const KernelTable* base = avx512_table();
-  static const KernelTable table = {
-      "avx512bf16",
-      {base->forward[kF32], base->forward[kF16], forward_any<Avx512Bf16Isa, bf16_t>, nullptr},
-      {base->backward[kF32], base->backward[kF16], backward_any<Avx512Bf16Isa, bf16_t>, nullptr},
-      family_bf16(base->family),
-      base->program_forward,  // float32: the avx512 table's
-  };
+  static const KernelTable table = bf16_table_over<Avx512Bf16Isa>("avx512bf16", avx512_table());
   return &table;
 }
 
