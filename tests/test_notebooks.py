@@ -49,6 +49,12 @@ def test_stored_clean_with_parameters_first(path):
         if cell.cell_type == "code":
             assert cell.outputs == [], f"{path.name}: a cell has outputs"
             assert cell.execution_count is None, f"{path.name}: a cell has an execution count"
+    # papermill reads every assignment of the parameters cell as a parameter: a comment it
+    # cannot parse (one with "=" in it) hid sweep_point's `shift` from it
+    from papermill.translators import PythonTranslator
+
+    assigned = re.findall(r"^(\w+)\s*=", first.source, re.M)
+    assert [q.name for q in PythonTranslator.inspect(first)] == assigned
 
 
 def test_the_executed_notebooks_exist():
