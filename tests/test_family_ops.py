@@ -319,8 +319,8 @@ def test_a_tier_an_op_lacks_is_refused():
 
 @pytest.mark.parametrize("dtype", STORAGE, ids=IDS)
 def test_streaming_stores_give_the_plain_bits(dtype, isa):
-    """The family's loops with non-temporal stores (float16 blocks written straight from the
-    registers, the rest through the block buffer), outputs at every offset in a cache line:
+    """The family's loops with non-temporal stores (blocks written straight from the
+    registers, two lines at a time), outputs at every offset in a cache line:
     the bits of plain stores, forward and backward, unary and gated (its backward's two
     outputs too)."""
     import turbogelu.ops as tops

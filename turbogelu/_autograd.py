@@ -91,10 +91,28 @@ def call(name: str, *args, **kwargs):
     """The public functions' call of op ``name``: the op, or under a ``torch.func`` transform
     (not under torch.compile, which traces the op) its Function applied directly."""
     op = getattr(_ops, name).default
-    if not torch.compiler.is_compiling() and torch._C._are_functorch_transforms_active():
+    if torch.compiler.is_compiling():
+        return op(*args, **kwargs)
+    if torch._C._are_functorch_transforms_active():
         pos, kw = _schema_call(op, args, kwargs)
         return FUNCTIONS[name].apply(*pos, _Keywords(kw))
+    if not _differentiated(args):
+        # Straight below autograd: the op's Autograd kernel is Python, and passing through it
+        # cost about 7 us a call plus 10-20 us of the kernel's own time at 1M elements
+        # (python -m experiments.bench_accounting: "op" against "allocating, below autograd").
+        with torch._C._AutoDispatchBelowAutograd():
+            return op(*args, **kwargs)
     return op(*args, **kwargs)
+
+
+def _differentiated(args: tuple) -> bool:
+    """Whether an eager call outside torch.func transforms records a derivative: a tensor
+    argument requires grad (grad mode on) or carries a forward-mode tangent."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return True
+    # no tangent can exist outside a dual_level block (forward_ad's level is then -1)
+    return getattr(fwAD, "_current_level", 0) >= 0 and any(_tangent(t) is not None for t in tensors)
 
 
 # ---------------------------------------------------------------- the Functions
@@ -162,9 +180,7 @@ def _kernel(name: str, public: str):
     after = torch._C._after_autograd_keyset
 
     def kernel(keyset, *args, **kwargs):
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-        if grad or any(_tangent(t) is not None for t in tensors):
+        if _differentiated(args):
             if torch._C._are_functorch_transforms_active():
                 raise RuntimeError(
                     f"torch.ops.turbogelu.{name} cannot be differentiated under a torch.func "

@@ -142,6 +142,11 @@ struct Avx512Isa {
                                          _mm512_cvtps_ph(v[1].v, kRound), 1);
     _mm512_stream_si512(reinterpret_cast<__m512i*>(p), w);
   }
+  // bfloat16 blocks likewise: the pack is one 64-byte vector.
+  static void stream_store(bf16_t* p, const V (&v)[K]) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p),
+                        _mm512_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
+  }
   // Non-temporal stores (loops.h's streaming loops): `bytes`, a multiple of 32, from an
   // aligned buffer to a 32-byte-aligned destination.
   static void stream_block(void* dst, const void* src, size_t bytes) {

@@ -151,6 +151,16 @@ struct Avx2Isa {
       _mm256_storeu_ps(d + (4 + c) * ds, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
     }
   }
+  // float32 and bfloat16 blocks with non-temporal stores straight from the registers (p
+  // 32-byte aligned), as float16's below.
+  static void stream_store(float* p, const V (&v)[K]) {
+    _mm256_stream_ps(p, v[0].v);
+    _mm256_stream_ps(p + 8, v[1].v);
+  }
+  static void stream_store(bf16_t* p, const V (&v)[K]) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p),
+                        _mm256_packus_epi32(bf16_round_high(v[0].v), bf16_round_high(v[1].v)));
+  }
   // float16 blocks with non-temporal stores straight from the registers (p 32-byte aligned):
   // through the buffer, the 32-byte load of what two 16-byte stores had just written could
   // not be forwarded and stalled every block (the same bits either way).

@@ -47,15 +47,32 @@ constexpr int kSubnormal = 0x20;  // vfpclassps category: denormal
 struct Avx512Bf16Isa : Avx512Isa {
   using Avx512Isa::load;
   using Avx512Isa::store;
+  using Avx512Isa::stream_store;
   static void store(bf16_t* p, const V (&v)[K]) {
-    const __mmask16 sub =
-        _mm512_fpclass_ps_mask(v[0].v, kSubnormal) | _mm512_fpclass_ps_mask(v[1].v, kSubnormal);
-    if (__builtin_expect(sub != 0, 0)) {
+    if (__builtin_expect(has_subnormal(v), 0)) {
       Avx512Isa::store(p, v);
       return;
     }
-    const __m512i words = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v[1].v, v[0].v));
-    _mm512_storeu_si512(p, _mm512_permutexvar_epi16(_mm512_load_si512(kOrder), words));
+    _mm512_storeu_si512(p, words(v));
+  }
+  // The streaming loops' store (p 64-byte aligned), with the same fall-back.
+  static void stream_store(bf16_t* p, const V (&v)[K]) {
+    if (__builtin_expect(has_subnormal(v), 0)) {
+      Avx512Isa::stream_store(p, v);
+      return;
+    }
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), words(v));
+  }
+
+ private:
+  static bool has_subnormal(const V (&v)[K]) {
+    return (_mm512_fpclass_ps_mask(v[0].v, kSubnormal) |
+            _mm512_fpclass_ps_mask(v[1].v, kSubnormal)) != 0;
+  }
+  // The block's 32 bfloat16 words in element order.
+  static __m512i words(const V (&v)[K]) {
+    const __m512i w = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v[1].v, v[0].v));
+    return _mm512_permutexvar_epi16(_mm512_load_si512(kOrder), w);
   }
 };
 
