@@ -89,20 +89,25 @@ def target(mode: str, direction: str):
     return lambda x: reference.gelu_grad(x, mode)
 
 
-def _minimax(xs: np.ndarray, ys: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Coefficients (low first) minimising max w |sum c_j x^j - y| over xs (an LP)."""
+def minimax_lp(a: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """(c, t): the c minimising t = max |a c - y| over the rows (a linear programme, HiGHS);
+    the cells fits weight a's rows and y by the error's weight before the call."""
     from scipy.optimize import linprog
 
-    n = DEGREE + 1
-    v = np.vander(xs, n, increasing=True) * w[:, None]
-    ones = np.ones((len(xs), 1))
-    a_ub = np.vstack([np.hstack([v, -ones]), np.hstack([-v, -ones])])
-    b_ub = np.concatenate([w * ys, -w * ys])
+    n, ones = a.shape[1], np.ones((a.shape[0], 1))
+    a_ub = np.vstack([np.hstack([a, -ones]), np.hstack([-a, -ones])])
+    b_ub = np.concatenate([y, -y])
     cost = np.r_[np.zeros(n), 1.0]
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * (n + 1), method="highs")
     if not res.success:  # pragma: no cover - the LP is always feasible
         raise RuntimeError(f"cell fit failed: {res.message}")
-    return res.x[:n]
+    return res.x[:n], float(res.x[n])
+
+
+def _minimax(xs: np.ndarray, ys: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Coefficients (low first) minimising max w |sum c_j x^j - y| over xs (an LP)."""
+    v = np.vander(xs, DEGREE + 1, increasing=True) * w[:, None]
+    return minimax_lp(v, w * ys)[0]
 
 
 def fit_table(mode: str, direction: str, r: float = R_DEFAULT) -> np.ndarray:

@@ -117,24 +117,14 @@ def inputs(fn: str, fmt: str) -> Inputs:
 
 def _cell_lp(v, a, b, mlo, mhi, degree: int, no_constant: bool) -> tuple[np.ndarray, float]:
     """Coefficients (low first) and t*: the least t with |a + b p(v) - m| <= t h."""
-    from scipy.optimize import linprog
-
     m, h = (mlo + mhi) / 2, (mhi - mlo) / 2
     cols = list(range(1 if no_constant else 0, degree + 1))
     vv = np.asarray(v, F64)
-    base = np.stack([vv**j for j in cols], axis=1) * b[:, None] / h[:, None]
-    rhs = (m - a) / h
-    ones = np.ones((len(vv), 1))
-    a_ub = np.vstack([np.hstack([base, -ones]), np.hstack([-base, -ones])])
-    b_ub = np.concatenate([rhs, -rhs])
-    n = len(cols)
-    res = linprog(np.r_[np.zeros(n), 1.0], A_ub=a_ub, b_ub=b_ub,
-                  bounds=[(None, None)] * (n + 1), method="highs")  # fmt: skip
-    if not res.success:  # pragma: no cover - the LP is always feasible
-        raise RuntimeError(f"cell LP failed: {res.message}")
+    base = np.stack([vv**j for j in cols], axis=1) * (b / h)[:, None]
+    coef, t = cells.minimax_lp(base, (m - a) / h)
     c = np.zeros(degree + 1)
-    c[cols] = res.x[:n]
-    return c, float(res.x[n])
+    c[cols] = coef
+    return c, t
 
 
 def fit(fn: str, fmt: str, degree: int, inp: Inputs | None = None) -> tuple[np.ndarray, dict]:

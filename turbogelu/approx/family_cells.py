@@ -46,7 +46,7 @@ import numpy as np
 
 from . import replay
 from . import spec as specmod
-from .cells import CELLS, DEGREE, MAGIC, PAD, POINTS, cell_index, cli, part_values
+from .cells import CELLS, DEGREE, MAGIC, PAD, POINTS, cell_index, cli, minimax_lp, part_values
 
 F32 = np.float32
 KIND = "family_cells"
@@ -114,18 +114,9 @@ def design(fn: str) -> dict:
 
 def _minimax(xs, ys, w, cols) -> np.ndarray:
     """Coefficients of u^j for j in cols (the rest 0) minimising max w |p(u) - y| (an LP)."""
-    from scipy.optimize import linprog
-
     v = np.vander(xs, DEGREE + 1, increasing=True)[:, cols] * w[:, None]
-    n, ones = len(cols), np.ones((len(xs), 1))
-    a_ub = np.vstack([np.hstack([v, -ones]), np.hstack([-v, -ones])])
-    b_ub = np.concatenate([w * ys, -w * ys])
-    res = linprog(np.r_[np.zeros(n), 1.0], A_ub=a_ub, b_ub=b_ub,
-                  bounds=[(None, None)] * (n + 1), method="highs")  # fmt: skip
-    if not res.success:  # pragma: no cover - the LP is always feasible
-        raise RuntimeError(f"cell fit failed: {res.message}")
     c = np.zeros(DEGREE + 1)
-    c[cols] = res.x[:n]
+    c[cols] = minimax_lp(v, w * ys)[0]
     return c
 
 
