@@ -3,10 +3,13 @@ on every input of the format."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pytest
 
-from turbogelu.approx import cells16, report, rounding
+from turbogelu.approx import cells16, report, rounding, spec
 from turbogelu.approx import family_programs as fp
 
 # What the search finds (python -m turbogelu.approx.cells16): a quadratic per cell for every
@@ -33,6 +36,7 @@ def test_lowest_degree_and_the_proof_below_it(searched, fn, fmt):
         assert rows[d]["proven_infeasible"] and rows[d]["t_star"] > 1 and rows[d]["failures"] > 0
     assert rows[r["degree"]]["t_star"] <= 1 and rows[r["degree"]]["failures"] == 0
     assert rows[r["degree"]]["inputs"] == report.all_finite(fmt).size
+    assert max(rows) == r["degree"]  # no degree above the lowest is tried
 
 
 @pytest.mark.parametrize(("fn", "fmt"), list(LOWEST))
@@ -69,3 +73,71 @@ def test_refuses_unknown_names():
 def test_render_names_every_case(searched):
     text = cells16.render(list(searched.values()))
     assert text.count("\n") == len(LOWEST) + 1 and "| gelu | float16 | 3 |" in text
+
+
+# ---------------------------------------------------------------- the committed specs
+
+
+def _committed(fn, fmt):
+    return spec.load(cells16.spec_path(fn, fmt), "cells16")
+
+
+@pytest.mark.parametrize(("fn", "fmt"), cells16.SIZED)
+def test_committed_spec_is_the_refit(searched, fn, fmt):
+    """data/specs/cells16/ holds one spec per format-sized program (SIZED: the search's
+    outcome), each the refit by cells16's rule (the forwards within a twentieth of every
+    input's margin where the LP lands on other float32 coefficients)."""
+    doc = _committed(fn, fmt)
+    assert doc["format"] == fmt and doc["degree"] == LOWEST[(fn, fmt)] < 3
+    assert cells16.refit_differences(doc, cells16.build_spec(fn, fmt, searched[(fn, fmt)])) == []
+    assert [r["degree"] for r in doc["search"]] == list(range(1, doc["degree"] + 1))
+    assert doc["forward"]["errors"]["failures"] == 0 and doc["forward"]["errors"]["max_ulp"] <= 1
+
+
+def test_sized_is_what_the_search_finds(searched):
+    found = {k for k, r in searched.items() if r["degree"] < 3}
+    assert found == set(cells16.SIZED)
+
+
+@pytest.mark.parametrize(("fn", "fmt"), cells16.SIZED)
+def test_committed_forward_keeps_the_rule_on_every_input(fn, fmt):
+    table = cells16.part_table(_committed(fn, fmt)["forward"])
+    assert cells16.verify(fn, fmt, table)["failures"] == 0
+    rep = report.exhaustive(lambda v: cells16.replay32(fn, v, table), fn, fmt)
+    one = rep.x >= fp.ONE_ULP_FROM[fn]
+    assert rep.ulps[one].max() <= 1
+
+
+@pytest.mark.parametrize(("fn", "fmt"), cells16.SIZED)
+def test_matched_is_the_forwards_derivative(fn, fmt):
+    """The matched table differentiates the forward's program cell by cell: its float64
+    evaluation equals a central difference of the forward's inside each cell."""
+    doc = _committed(fn, fmt)
+    fwd = cells16.part_table(doc["forward"]).astype(np.float64)
+    der = cells16.part_table(doc["backward_matched"]).astype(np.float64)
+    v = np.linspace(0.3, 2.9, 7)  # inside cells, away from their edges for both layouts
+    for k in (3, 8, 20):
+        p = np.polynomial.polynomial.Polynomial(fwd[:, k])
+        d = np.polynomial.polynomial.Polynomial(der[:, k])
+        if fn in ("sigmoid", "tanh"):  # p'(u)
+            want = p.deriv()(v)
+        else:  # d/dv (v p(v)) (GELU: x p; SiLU: p + u p')
+            want = (np.polynomial.polynomial.Polynomial([0, 1]) * p).deriv()(v)
+        np.testing.assert_allclose(d(v), want, rtol=1e-6, atol=1e-6)
+    # fitted to follow the function between the inputs (cells16.fit's smooth fit), the
+    # quadratic's derivative follows f' to about an ulp of the format near 1 (measured
+    # 2.1e-3 to 9.5e-3; fitted on the inputs alone it was 0.17 off for GELU)
+    assert doc["backward_matched"]["errors"]["max_abs_float32"] < 0.02
+
+
+def test_a_malformed_spec_is_refused(tmp_path):
+    doc = _committed("gelu", "bfloat16")
+    bad = tmp_path / "bad.json"
+    for change, message in [
+        ({"format": "float32"}, "format is 'float32'"),
+        ({"degree": 3}, "below the float32 program's"),
+        ({"parts": ["forward"]}, "a 16-bit cells spec holds"),
+    ]:
+        bad.write_text(json.dumps({**doc, **change}))
+        with pytest.raises(ValueError, match=re.escape(message)):
+            spec.load(bad, "cells16")

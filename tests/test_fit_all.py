@@ -25,7 +25,7 @@ def test_the_steps_own_every_committed_spec_once():
     assert [p for p, n in Counter(owned).items() if n > 1] == []
     committed = [p.resolve() for p in fit_all.committed_specs()]
     assert sorted(owned) == sorted(committed)
-    assert len(committed) >= 20  # GELU 2, cells 5, packed 4, family 7, exp2 2
+    assert len(committed) >= 27  # GELU 2, cells 5, cells16 7, packed 4, family 7, exp2 2
 
 
 def test_make_fit_is_the_one_command():
@@ -79,6 +79,8 @@ def test_all_runs_the_steps(monkeypatch, argv):
 def _kind(doc: dict) -> str:
     gelu = doc["function"].startswith("gelu_")
     if doc["program"] == "cells":
+        if "format" in doc:  # a program sized for a 16-bit format
+            return "cells16"
         return "cells" if gelu else "family_cells"
     if doc["program"] == "polynomial":  # (GELU's paper tier: a family spec, gelu_<mode>/)
         return "poly" if gelu and doc["tier"] == "accurate" else doc["tier"]

@@ -360,10 +360,27 @@ def refit_differences(old: dict, new: dict) -> list[str]:
     return out
 
 
-def cli(argv: list[str] | None, command: str, doc: str, folder: Path, texts: dict) -> int:
-    """The spec writers' command line (this module's and family_cells.py's): ``texts`` maps
-    each file name to a function giving its refitted text; --check compares instead of
-    writing, a committed file that differs is kept unless --force."""
+def _errors_summary(spec: dict) -> str:
+    return ", ".join(f"{p} max {spec[p]['errors']['max_abs_float32']:.3e}" for p in PARTS)
+
+
+def cli(
+    argv: list[str] | None,
+    command: str,
+    doc: str,
+    folder: Path,
+    texts: dict,
+    compare=None,
+    summary=_errors_summary,
+    rule: str = "",
+) -> int:
+    """The spec writers' command line (this module's, family_cells.py's and cells16.py's):
+    ``texts`` maps each file name to a function giving its refitted text; --check compares
+    (``compare``: the writer's refit rule, ``rule`` its words; this module's by default)
+    instead of writing, a committed file that differs is kept unless --force; ``summary`` of
+    a written spec follows its line."""
+    compare = refit_differences if compare is None else compare
+    rule = rule or CHECK_RULE
     ap = argparse.ArgumentParser(prog=command, description=doc.split("\n\n")[0])
     ap.add_argument(
         "--check",
@@ -381,23 +398,22 @@ def cli(argv: list[str] | None, command: str, doc: str, folder: Path, texts: dic
     for name, refit in texts.items():
         text = refit()
         path = args.out / name
-        if args.check:  # by refit_differences' rule (CHECK_RULE), never the text
-            diffs = specmod.file_differences(path, text, refit_differences)
+        if args.check:  # by the refit rule, never the text
+            diffs = specmod.file_differences(path, text, compare)
             print(f"{path}: {'DIFFERS from' if diffs else 'matches'} the refit")
             for d in diffs[:20]:
                 print(f"  {d}")
             status |= 1 if diffs else 0
             continue
         try:  # a committed file: left as it is when the refit matches, kept when it differs
-            outcome = specmod.write_checked(path, text, force=args.force, compare=refit_differences)
+            outcome = specmod.write_checked(path, text, force=args.force, compare=compare)
         except specmod.Differs as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = 1
             continue
-        spec = json.loads(text)
-        errs = ", ".join(f"{p} max {spec[p]['errors']['max_abs_float32']:.3e}" for p in PARTS)
+        errs = summary(json.loads(text))
         if outcome == "unchanged":
-            print(f"{path}: unchanged (the refit matches it: {CHECK_RULE}): {errs}")
+            print(f"{path}: unchanged (the refit matches it: {rule}): {errs}")
         else:
             print(f"{specmod.describe_write(path, outcome)}: {errs}")
     return status

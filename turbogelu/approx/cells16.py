@@ -23,20 +23,23 @@ clamp, the fixed tail cells) and forms unchanged:
   replayed in float32 (the kernels' own replay) and every input's output checked against its
   interval: the proof of a program is that check, on every input.
 
-``search`` walks d = 1, 2, 3 and reports, per function and format, the lowest degree whose
-float32 table passes and the t* of each lower one (max over cells). Fewer coefficients per
+``search`` walks d = 1, 2, 3 up to the lowest degree whose float32 table passes and reports
+the t* of each degree below it (max over cells): t* > 1 there is the proof. Fewer coefficients per
 cell are fewer table lookups (one two-table permute each) and fewer multiply-adds.
 
-    python -m turbogelu.approx.cells16                   # the table, every function and format
-    python -m turbogelu.approx.cells16 --out FILE.json   # and its record
+    python -m turbogelu.approx.cells16 --check    # the table, and the refit against the specs
+    python -m turbogelu.approx.cells16 --out DIR  # the table, and the specs written to DIR
+
+The specs (``data/specs/cells16/<function>_<format>.json``, one per format-sized program: its
+forward, the forward's own derivative as the matched backward, the search's t* per degree)
+are written only by ``python -m turbogelu fit --all``.
 
 numpy / scipy (HiGHS) only; a few seconds per function and format.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from . import cells, family_cells, family_programs, mindegree_problem, report, rounding
+from . import spec as specmod
 
 F32 = np.float32
 F64 = np.float64
@@ -54,6 +58,14 @@ FUNCTIONS = ("gelu", "gelu_tanh", "sigmoid", "tanh", "silu")
 DEGREES = (1, 2, 3)
 SHIPPED_DEGREE = cells.DEGREE
 ABS_BOUND = family_programs.ABS_BOUND
+# The fit (``fit``): every input kept within INPUT_CAP of its interval's half width (room for
+# the float32 rounding of the coefficients and of the evaluation), the function followed on
+# DENSE points of each cell to the format's relative precision (PRECISION bits).
+INPUT_CAP = 0.95
+DENSE = 257
+ACTIVE_START = 512  # the inputs' rows an LP starts from (``_active``)
+ACTIVE_TOL = 1e-6  # a row violated by more than HiGHS's feasibility tolerance (1e-7)
+PRECISION = {"bfloat16": 8, "float16": 11}
 
 
 @dataclass(frozen=True)
@@ -115,21 +127,103 @@ def inputs(fn: str, fmt: str) -> Inputs:
     return Inputs(x, cell, v, a, b, F32(lo), F32(hi), F64(mlo), F64(mhi))
 
 
-def _cell_lp(v, a, b, mlo, mhi, degree: int, no_constant: bool) -> tuple[np.ndarray, float]:
-    """Coefficients (low first) and t*: the least t with |a + b p(v) - m| <= t h."""
+def _input_rows(v, a, b, mlo, mhi, cols):
+    """(rows, rhs): |rows c - rhs| <= t says every input's output is within t of its
+    interval's half width from its centre."""
     m, h = (mlo + mhi) / 2, (mhi - mlo) / 2
-    cols = list(range(1 if no_constant else 0, degree + 1))
     vv = np.asarray(v, F64)
-    base = np.stack([vv**j for j in cols], axis=1) * (b / h)[:, None]
-    coef, t = cells.minimax_lp(base, (m - a) / h)
-    c = np.zeros(degree + 1)
-    c[cols] = coef
-    return c, t
+    return np.stack([vv**j for j in cols], axis=1) * (b / h)[:, None], (m - a) / h
+
+
+def _smooth_rows(fn: str, fmt: str, k: int, cols):
+    """(rows, rhs) on DENSE points of cell k (widened by cells.PAD), both signs for the
+    family: the error in units of a smooth tolerance, the format's relative precision times
+    |f(x)| (ABS_BOUND in the tail), so that the fit follows the function between the inputs."""
+    lay = _layout(fn)
+    scale, gelu = float(lay["scale"]), fn in ("gelu", "gelu_tanh")
+    centre = cells.CENTER if gelu else 0
+    lo, hi = (k - 0.5 - centre) / scale, (k + 0.5 - centre) / scale
+    pad = cells.PAD * (hi - lo)
+    v = np.linspace(lo - pad if gelu else max(lo - pad, 0.0), hi + pad, DENSE)
+    rows, rhs = [], []
+    for sign in (1.0,) if gelu else (1.0, -1.0):
+        x = sign * v
+        f = np.asarray(rounding.FUNCTIONS[fn][0](x), F64)
+        if gelu:
+            a, b = np.zeros_like(x), x
+        elif fn == "sigmoid":
+            a, b = np.full_like(x, 0.5), np.full_like(x, sign)
+        elif fn == "tanh":
+            a, b = np.zeros_like(x), np.full_like(x, sign)
+        else:
+            a, b = x / 2, x * sign
+        tol = np.maximum(np.abs(f) * 2.0 ** -PRECISION[fmt], 2.0**-133)
+        tol = np.where(x < family_programs.ONE_ULP_FROM[fn], ABS_BOUND, tol)
+        rows.append(np.stack([v**j for j in cols], axis=1) * (b / tol)[:, None])
+        rhs.append((f - a) / tol)
+    return np.vstack(rows), np.concatenate(rhs)
+
+
+def _active(rows, rhs, solve, slack):
+    """Solve on a subset of the inputs' rows, adding those the solution violates until none
+    is: the optimum of the subset is then the optimum of all (a relaxation whose solution is
+    feasible). ``solve(rows, rhs)`` -> (c, t); ``slack(t)``: the allowed |rows c - rhs|. A
+    cell near 0 holds tens of thousands of 16-bit inputs, almost all far from binding."""
+    n = len(rhs)
+    take = np.unique(np.linspace(0, n - 1, min(n, ACTIVE_START)).astype(np.int64))
+    while True:
+        c, t = solve(rows[take], rhs[take])
+        excess = np.abs(rows @ c - rhs) - slack(t)
+        bad = np.setdiff1d(np.nonzero(excess > ACTIVE_TOL)[0], take)
+        if bad.size == 0:  # (the subset's own rows hold to the solver's tolerance)
+            return c, t
+        take = np.union1d(take, bad[np.argsort(excess[bad])[::-1][:ACTIVE_START]])
+
+
+def _smooth_fit(smooth, rows) -> np.ndarray:
+    """``_smooth_within`` over the inputs' rows by ``_active``."""
+
+    def solve(r, y):
+        return _smooth_within(smooth, (r, y), INPUT_CAP), 0.0
+
+    return _active(*rows, solve, lambda t: INPUT_CAP)[0]
+
+
+def _smooth_within(smooth, inputs_, cap: float) -> np.ndarray:
+    """The c minimising max |smooth rows c - rhs| with every input within ``cap`` of its
+    half width (an LP; the caller knows it feasible: the inputs' own t* <= cap)."""
+    from scipy.optimize import linprog
+
+    (sa, sy), (ia, iy) = smooth, inputs_
+    n = sa.shape[1]
+    ones, zeros = np.ones((len(sy), 1)), np.zeros((len(iy), 1))
+    a_ub = np.vstack(
+        [
+            np.hstack([sa, -ones]),
+            np.hstack([-sa, -ones]),
+            np.hstack([ia, zeros]),
+            np.hstack([-ia, zeros]),
+        ]
+    )
+    b_ub = np.concatenate([sy, -sy, iy + cap, cap - iy])
+    res = linprog(
+        np.r_[np.zeros(n), 1.0],
+        A_ub=a_ub,
+        b_ub=b_ub,
+        bounds=[(None, None)] * (n + 1),
+        method="highs",
+    )
+    if not res.success:  # pragma: no cover - feasible by the caller's check
+        raise RuntimeError(f"cell fit failed: {res.message}")
+    return res.x[:n]
 
 
 def fit(fn: str, fmt: str, degree: int, inp: Inputs | None = None) -> tuple[np.ndarray, dict]:
-    """The (degree + 1, 32) float32 table of degree ``degree`` fitted on the format's inputs,
-    and t* per fitted cell that has inputs."""
+    """The (degree + 1, 32) float32 table of degree ``degree`` and t* per fitted cell that has
+    inputs (the proof: the least t putting every input's output within t of its half width).
+    Where t* <= INPUT_CAP the table is the smooth fit (``_smooth_rows``) that keeps every input
+    within INPUT_CAP: a polynomial that follows the function, so that its derivative (the
+    matched backward) does too; elsewhere the inputs' own deepest fit."""
     inp = inputs(fn, fmt) if inp is None else inp
     lay = _layout(fn)
     table = np.zeros((degree + 1, cells.CELLS), F32)
@@ -141,17 +235,26 @@ def fit(fn: str, fmt: str, degree: int, inp: Inputs | None = None) -> tuple[np.n
         m = (inp.cell == k) & np.isfinite(inp.mlo) & np.isfinite(inp.mhi)
         if not m.any():
             continue
-        c, t[k] = _cell_lp(inp.v[m], inp.a[m], inp.b[m], inp.mlo[m], inp.mhi[m], degree,
-                           no_constant=odd and k == 0)  # fmt: skip
+        cols = list(range(1 if odd and k == 0 else 0, degree + 1))
+        rows = _input_rows(inp.v[m], inp.a[m], inp.b[m], inp.mlo[m], inp.mhi[m], cols)
+        coef, t[k] = _active(*rows, cells.minimax_lp, lambda t: t)
+        if t[k] <= INPUT_CAP:
+            coef = _smooth_fit(_smooth_rows(fn, fmt, k, cols), rows)
+        c = np.zeros(degree + 1)
+        c[cols] = coef
         table[:, k] = c.astype(F32)
     return table, t
 
 
+def _values(fn: str, table: np.ndarray) -> dict:
+    """A table with its function's layout, as the shipped replays take a spec part."""
+    lay = _layout(fn)
+    return {k: lay[k] for k in ("scale", "clamp", "offset")} | {"table": np.asarray(table, F32)}
+
+
 def replay32(fn: str, x, table: np.ndarray) -> np.ndarray:
     """The kernels' float32 forward with ``table`` (any degree): the shipped replays."""
-    lay = _layout(fn)
-    part = {"scale": lay["scale"], "clamp": lay["clamp"], "offset": lay["offset"],
-            "table": np.asarray(table, F32)}  # fmt: skip
+    part = _values(fn, table)
     if fn in ("gelu", "gelu_tanh"):
         return cells.forward32(x, part)
     form = family_cells.DESIGN[fn]["forms"][0]
@@ -176,49 +279,271 @@ def verify(fn: str, fmt: str, table: np.ndarray, inp: Inputs | None = None) -> d
 
 
 def search(fn: str, fmt: str, degrees=DEGREES) -> dict:
-    """Per degree: t* (max over cells, and the worst cell) and the float32 table's check;
-    ``degree``: the lowest that passes on every input (None if none does)."""
+    """Up the degrees to the lowest whose float32 table passes on every input: per degree
+    tried, t* (max over cells, and the worst cell) and the table's check; ``degree``: the
+    lowest that passes (None if none does)."""
     inp = inputs(fn, fmt)
     rows, found, tables = [], None, {}
     for d in degrees:
         table, t = fit(fn, fmt, d, inp)
         worst = max(t, key=t.get)
         check = verify(fn, fmt, table, inp)
-        rows.append({"degree": d, "t_star": t[worst], "worst_cell": int(worst),
-                     "proven_infeasible": t[worst] > 1.0, **check})  # fmt: skip
-        if found is None and check["failures"] == 0:
+        rows.append(
+            {
+                "degree": d,
+                "t_star": t[worst],
+                "worst_cell": int(worst),
+                "proven_infeasible": t[worst] > 1.0,
+                **check,
+            }
+        )
+        if check["failures"] == 0:
             found = d
             tables[d] = table
-    return {"function": fn, "format": fmt, "degree": found, "shipped_degree": SHIPPED_DEGREE,
-            "rows": rows, "tables": {d: t.tolist() for d, t in tables.items()}}  # fmt: skip
+            break
+    return {
+        "function": fn,
+        "format": fmt,
+        "degree": found,
+        "shipped_degree": SHIPPED_DEGREE,
+        "rows": rows,
+        "tables": {d: t.tolist() for d, t in tables.items()},
+    }
 
 
 def render(results: list[dict]) -> str:
-    """The markdown table: per function and format, each degree's t* and check."""
-    lines = ["| function | format | lowest degree | " + " | ".join(
-        f"degree {d}: t* (cell), failures" for d in DEGREES) + " |",
-        "|---|---|---:|" + "---|" * len(DEGREES)]  # fmt: skip
+    """The markdown table: per function and format, each degree's t* and check (a degree
+    above the lowest that passes is not tried: "-")."""
+    head = " | ".join(f"degree {d}: t* (cell), failures" for d in DEGREES)
+    lines = [
+        f"| function | format | lowest degree | {head} |",
+        "|---|---|---:|" + "---|" * len(DEGREES),
+    ]
     for r in results:
-        cells_ = [f"{row['t_star']:.3g} ({row['worst_cell']}), {row['failures']}"
-                  for row in r["rows"]]  # fmt: skip
-        lines.append(f"| {r['function']} | {r['format']} | {r['degree']} | "
-                     + " | ".join(cells_) + " |")  # fmt: skip
+        tried = {row["degree"]: row for row in r["rows"]}
+        cells_ = [
+            f"{tried[d]['t_star']:.3g} ({tried[d]['worst_cell']}), {tried[d]['failures']}"
+            if d in tried
+            else "-"
+            for d in DEGREES
+        ]
+        lines.append(
+            f"| {r['function']} | {r['format']} | {r['degree']} | " + " | ".join(cells_) + " |"
+        )
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- the specs
+
+SPEC_KIND = "cells16"
+SPEC_DIR = specmod.SPEC_DIR / specmod.SCHEMAS[SPEC_KIND].folder
+COMMAND = specmod.SCHEMAS[SPEC_KIND].command
+TABLE_FUNCTION = {"gelu": "gelu_none", "gelu_tanh": "gelu_tanh"}  # the kernels' table's names
+# The cells forms (family_eval.h's CellForm) of each function's forward and matched derivative.
+FORMS = {
+    "gelu": ("XTimes", "Signed"),
+    "gelu_tanh": ("XTimes", "Signed"),
+    "sigmoid": ("HalfPlusOdd", "Even"),
+    "tanh": ("Odd", "Even"),
+    "silu": ("XHalfPlusOdd", "HalfPlusOdd"),
+}
+# A refit may land on other float32 coefficients (the LP's solution to HiGHS's tolerance, from
+# float64 targets whose last bits are the CPU's): it matches when both tables pass every input
+# and their forwards lie within REFIT_GAP of the acceptance half-width of every input (the
+# matched derivatives within REFIT_ATOL), the rest equal and the LP's t* within REFIT_RTOL.
+REFIT_GAP = 0.05
+REFIT_ATOL = 1e-6
+REFIT_RTOL = 1e-4
+
+
+# The (function, format) pairs with a program below the float32 one's degree: what the search
+# finds (a refit that finds another set differs from the committed specs).
+SIZED = (
+    ("gelu", "bfloat16"),
+    ("gelu_tanh", "bfloat16"),
+    ("sigmoid", "bfloat16"),
+    ("sigmoid", "float16"),
+    ("tanh", "bfloat16"),
+    ("tanh", "float16"),
+    ("silu", "bfloat16"),
+)
+
+
+def spec_name(fn: str, fmt: str) -> str:
+    return f"{TABLE_FUNCTION.get(fn, fn)}_{fmt}"
+
+
+def spec_path(fn: str, fmt: str) -> Path:
+    return specmod.spec_path(spec_name(fn, fmt), SPEC_KIND)
+
+
+def matched_table(fn: str, forward: np.ndarray) -> np.ndarray:
+    """The forward program's derivative, cell by cell, at the forward's degree (float32):
+    sum (j+1) c_j v^j for GELU (x p) and SiLU (p + u p'), sum j c_j u^(j-1) for sigmoid and
+    tanh (p'), the top row then zero."""
+    f = forward.astype(F64)
+    j = np.arange(f.shape[0], dtype=F64)[:, None]
+    if fn in ("sigmoid", "tanh"):
+        out = np.zeros_like(f)
+        out[:-1] = f[1:] * j[1:]
+    else:
+        out = f * (j + 1)
+    return out.astype(F32)
+
+
+def replay_matched32(fn: str, x, table: np.ndarray) -> np.ndarray:
+    """The matched derivative's float32 program (gradient 1)."""
+    part = _values(fn, table)
+    if fn in ("gelu", "gelu_tanh"):
+        return cells.backward32(x, part)
+    return family_cells.eval32(x, part, FORMS[fn][1])
+
+
+def _part(lay: dict, table: np.ndarray, errors: dict) -> dict:
+    return {
+        "scale": specmod.f32_hex(lay["scale"]),
+        "clamp": specmod.f32_hex(lay["clamp"]),
+        "offset": specmod.f32_hex(lay["offset"]),
+        "table": [[specmod.f32_hex(v) for v in row] for row in table],
+        "errors": errors,
+    }
+
+
+def build_spec(fn: str, fmt: str, result: dict | None = None) -> dict | None:
+    """The spec of the format-sized program of (fn, fmt), or None where the search found
+    none below the float32 program's degree."""
+    r = search(fn, fmt) if result is None else result
+    d = r["degree"]
+    if d is None or d >= SHIPPED_DEGREE:
+        return None
+    lay = _layout(fn)
+    fwd = np.asarray(r["tables"][d], F32)
+    matched = matched_table(fn, fwd)
+    x = report.all_finite(fmt)
+    exact = report.reference_table(f"{fn}_grad", fmt)[2]
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(replay_matched32(fn, x, matched).astype(F64) - exact)
+    row = next(row for row in r["rows"] if row["degree"] == d)
+    fwd_errors = {k: row[k] for k in ("inputs", "failures", "max_ulp")}
+    head = specmod.envelope(
+        TABLE_FUNCTION.get(fn, fn), "cells", "accurate", specmod.FIT_ALL, specmod.CELLS16_PARTS
+    )
+    return {
+        **head,
+        "format": fmt,
+        "degree": d,
+        "cells": cells.CELLS,
+        "forms": {"forward": FORMS[fn][0], "backward_matched": FORMS[fn][1]},
+        "rule": (
+            f"within 1 ulp of the correctly rounded value for x >= "
+            f"{family_programs.ONE_ULP_FROM[fn]}, below |error| <= {ABS_BOUND} beyond "
+            "half an ulp of the result"
+        ),
+        "search": [
+            {k: row[k] for k in ("degree", "t_star", "worst_cell", "proven_infeasible", "failures")}
+            for row in r["rows"]
+        ],
+        "forward": _part(lay, fwd, fwd_errors),
+        "backward_matched": _part(lay, matched, {"max_abs_float32": float(np.nanmax(err))}),
+    }
+
+
+def part_table(part: dict) -> np.ndarray:
+    return np.array([[specmod.from_hex(v) for v in row] for row in part["table"]], F32)
+
+
+def refit_differences(old: dict, new: dict) -> list[str]:
+    """Where a refit differs from the committed spec, by the rule above (REFIT_*)."""
+
+    def bare(doc):
+        out = {k: v for k, v in doc.items() if k not in ("search", *specmod.CELLS16_PARTS)}
+        for p in specmod.CELLS16_PARTS:
+            out[p] = {k: v for k, v in doc[p].items() if k not in ("table", "errors")}
+        out["forward_errors"] = doc["forward"]["errors"]
+        return out
+
+    out = specmod.differences(bare(old), bare(new))
+    sa, sb = old.get("search", []), new.get("search", [])
+
+    # per degree tried: its outcome (the failures of a degree short of the rule only as "some":
+    # their count follows the float32 rounding of a table that cannot pass anyway)
+    def outcome(row):
+        return (row["degree"], row["worst_cell"], row["proven_infeasible"], row["failures"] == 0)
+
+    if [outcome(r) for r in sa] != [outcome(r) for r in sb]:
+        out.append("search: the degrees' outcomes differ")
+    elif any(
+        not math.isclose(a["t_star"], b["t_star"], rel_tol=REFIT_RTOL)
+        for a, b in zip(sa, sb, strict=True)
+    ):
+        out.append("search: t* differs")
+    if out:
+        return out
+    fn = next(f for f in FUNCTIONS if TABLE_FUNCTION.get(f, f) == old["function"])
+    inp = inputs(fn, old["format"])
+    ta, tb = part_table(old["forward"]), part_table(new["forward"])
+    if not np.array_equal(ta, tb):
+        if (
+            verify(fn, old["format"], ta, inp)["failures"]
+            or verify(fn, old["format"], tb, inp)["failures"]
+        ):
+            out.append("forward.table: a table misses the rule")
+        else:
+            h = (inp.mhi - inp.mlo) / 2
+            gap = np.abs(replay32(fn, inp.x, ta).astype(F64) - replay32(fn, inp.x, tb)) / h
+            if not np.nanmax(gap) <= REFIT_GAP:
+                out.append(f"forward.table: {np.nanmax(gap):.3g} of an input's margin apart")
+    ma, mb = part_table(old["backward_matched"]), part_table(new["backward_matched"])
+    if not np.array_equal(ma, mb):
+        with np.errstate(invalid="ignore", over="ignore"):
+            gap = np.abs(
+                replay_matched32(fn, inp.x, ma).astype(F64) - replay_matched32(fn, inp.x, mb)
+            )
+        if not np.nanmax(gap) <= REFIT_ATOL:
+            out.append(f"backward_matched.table: {np.nanmax(gap):.3g} apart")
+    ea = old["backward_matched"]["errors"]["max_abs_float32"]
+    eb = new["backward_matched"]["errors"]["max_abs_float32"]
+    if not math.isclose(ea, eb, rel_tol=0.05):
+        out.append(f"backward_matched.errors.max_abs_float32: {ea:.3g} -> {eb:.3g}")
+    return out
+
+
+REFIT_RULE = (
+    f"the search's outcomes, t* to {REFIT_RTOL:g}, forwards that pass every input within "
+    f"{REFIT_GAP:g} of its margin, matched tables within {REFIT_ATOL:g}"
+)
+
+
+def _summary(doc: dict) -> str:
+    e = doc["forward"]["errors"]
+    return (
+        f"degree {doc['degree']}, {e['failures']} of {e['inputs']} inputs outside the rule, "
+        f"matched max {doc['backward_matched']['errors']['max_abs_float32']:.3e}"
+    )
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m turbogelu.approx.cells16",
-                                description=__doc__.split("\n\n")[0])  # fmt: skip
-    p.add_argument("--functions", default=",".join(FUNCTIONS))
-    p.add_argument("--formats", default=",".join(FORMATS))
-    p.add_argument("--out", type=Path, default=None, help="write the results as JSON")
-    a = p.parse_args(argv)
-    results = [search(fn, fmt) for fn in a.functions.split(",") for fmt in a.formats.split(",")]
-    print(render(results))
-    if a.out is not None:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(results, indent=1, default=float) + "\n")
-    return 0
+    """The search's table, then the specs of SIZED written (or, --check, compared; cells.cli's
+    flags)."""
+    results = {(fn, fmt): search(fn, fmt) for fn in FUNCTIONS for fmt in FORMATS}
+    print(render(list(results.values())))
+    found = {k for k, r in results.items() if (r["degree"] or SHIPPED_DEGREE) < SHIPPED_DEGREE}
+    status = 0
+    if found != set(SIZED):
+        print(
+            f"error: the search found format-sized programs for {sorted(found)}, SIZED lists "
+            f"{sorted(SIZED)}",
+            file=sys.stderr,
+        )
+        status = 1
+    texts = {
+        spec_path(*k).name: (lambda k=k: specmod.dumps(build_spec(*k, results[k]), SPEC_KIND))
+        for k in SIZED
+        if k in found
+    }
+    return status | cells.cli(
+        argv, COMMAND, __doc__, SPEC_DIR, texts, refit_differences, _summary, REFIT_RULE
+    )
 
 
 if __name__ == "__main__":

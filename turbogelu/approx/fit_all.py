@@ -9,6 +9,7 @@ files                                   fitted by
 ``gelu_exact.json``, ``gelu_tanh.json``  ``spec.build_spec`` (``fit --gelu-mode M``)
 ``cells/gelu_*.json``                   ``turbogelu.approx.cells``
 ``cells/<function>.json``               ``turbogelu.approx.family_cells``
+``cells16/<function>_<format>.json``    ``turbogelu.approx.cells16``
 ``packed/*.json``                       ``turbogelu.approx.packed``
 ``<function>/<tier>.json``              ``turbogelu.approx.family_programs``
 ``gelu_<mode>/paper.json``              ``turbogelu.approx.family_programs``
@@ -88,6 +89,18 @@ def _family_cells_paths() -> list[Path]:
     return [family_cells.spec_path(fn) for fn in family_cells.FUNCTIONS]
 
 
+def _cells16(force: bool) -> int:
+    from . import cells16
+
+    return cells16.main(_flag(force))
+
+
+def _cells16_paths() -> list[Path]:
+    from . import cells16
+
+    return [cells16.spec_path(fn, fmt) for fn, fmt in cells16.SIZED]
+
+
 def _packed(force: bool) -> int:
     from . import packed
 
@@ -146,6 +159,7 @@ STEPS = (
     Step("GELU's kernel specs", _gelu_paths, _gelu),
     Step("GELU's cells", _gelu_cells_paths, _gelu_cells),
     Step("the family's cells", _family_cells_paths, _family_cells),
+    Step("the cells sized for 16-bit formats", _cells16_paths, _cells16),
     Step("GELU's packed bfloat16 programs", _packed_paths, _packed),
     Step("the family's programs, every tier", _family_paths, _family),
     Step("exp2's programs", _exp2_paths, _exp2),

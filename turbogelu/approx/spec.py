@@ -22,7 +22,9 @@ and written here only (``spec_path``, ``load``, ``dumps``):
   coefficients written as hex, plus the errors measured by replaying the kernels' float32
   arithmetic. Built here.
 * ``"cells"``, ``cells/gelu_<none|tanh>.json``: the CPU's table-driven kernel (``cells.py``);
-  ``"family_cells"``, ``cells/<sigmoid|tanh|silu>.json``: the family's (``family_cells.py``).
+  ``"family_cells"``, ``cells/<sigmoid|tanh|silu>.json``: the family's (``family_cells.py``);
+  ``"cells16"``, ``cells16/<function>_<format>.json``: a cells program sized for a 16-bit
+  format, where one of lower degree keeps the format's rule (``cells16.py``).
 * ``"packed"``, ``packed/gelu_<none|tanh>_<forward|backward>_bf16.json``: the packed bfloat16
   CUDA path, one PolySpec document per file (``packed.py``, ``polyspec.py``).
 * ``"accurate"``, ``<function>/accurate.json``: the activation family's accurate tier, three
@@ -348,6 +350,10 @@ SCHEMAS = {
     "family_cells": Schema(
         "cells", "{mode}.json", "family cells spec", "python -m turbogelu.approx.family_cells", 1
     ),
+    # Cells programs sized for a 16-bit format: {mode} is <function>_<format>.
+    "cells16": Schema(
+        "cells16", "{mode}.json", "16-bit cells spec", "python -m turbogelu.approx.cells16", 1
+    ),
     # The activation family's accurate tier: {mode} is the function (sigmoid, tanh, silu).
     "accurate": Schema(
         "",
@@ -513,6 +519,34 @@ def _check_cells(spec: dict) -> None:
                 from_hex(v)
 
 
+# The parts of a 16-bit cells spec: its forward and the forward's own derivative (the direct
+# derivative stays the float32 cells program's).
+CELLS16_PARTS = ("forward", "backward_matched")
+FORMATS16 = ("bfloat16", "float16")
+
+
+def _check_cells16(spec: dict) -> None:
+    check_envelope(spec, "cells", "accurate")
+    if spec.get("format") not in FORMATS16:
+        raise ValueError(f"format is {spec.get('format')!r}, not one of {FORMATS16}")
+    if tuple(spec["parts"]) != CELLS16_PARTS:
+        raise ValueError(f"parts {spec['parts']!r}: a 16-bit cells spec holds {CELLS16_PARTS}")
+    degree = spec["degree"]
+    if not isinstance(degree, int) or not 1 <= degree < CELLS_TABLE_SHAPE[0] - 1:
+        raise ValueError(f"degree {degree!r}: below the float32 program's")
+    for name in CELLS16_PARTS:
+        part = spec[name]
+        for key in ("scale", "clamp", "offset"):
+            from_hex(part[key])
+        table = part["table"]
+        cols = CELLS_TABLE_SHAPE[1]
+        if len(table) != degree + 1 or {len(row) for row in table} != {cols}:
+            raise ValueError(f"{name}.table is not {degree + 1} rows of {cols} values")
+        for row in table:
+            for v in row:
+                from_hex(v)
+
+
 def _check_packed(spec: dict) -> None:
     check_envelope(spec, "packed_bf16", "accurate")
     if len(spec["parts"]) != 1 or spec["parts"][0] not in DIRECTIONS:
@@ -549,6 +583,7 @@ _CHECKS = {
     "poly": _check_poly,
     "cells": _check_cells,
     "family_cells": _check_cells,
+    "cells16": _check_cells16,
     "packed": _check_packed,
     "accurate": lambda spec: _check_tier(spec, "accurate"),
     "paper": lambda spec: _check_tier(spec, "paper"),
