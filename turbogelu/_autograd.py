@@ -64,17 +64,26 @@ def _tangent(t) -> torch.Tensor | None:
     return fwAD.unpack_dual(t).tangent if isinstance(t, torch.Tensor) else None
 
 
+def _requires_grad(tensors) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _has_tangent(tensors) -> bool:
+    # no tangent can exist outside a dual_level block (forward_ad's level is then -1)
+    if getattr(fwAD, "_current_level", 0) < 0:
+        return False
+    return any(_tangent(t) is not None for t in tensors)
+
+
 def differentiating(*tensors) -> bool:
     """Whether a call on ``tensors`` is differentiated: an input requires grad (with grad
     mode on) or carries a forward-mode tangent, or a ``torch.func`` transform is active
     (under torch.compile: requires grad only, what Dynamo traces)."""
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+    if _requires_grad(tensors):
         return True
     if torch.compiler.is_compiling():
         return False
-    if torch._C._are_functorch_transforms_active():
-        return True
-    return any(_tangent(t) is not None for t in tensors)
+    return torch._C._are_functorch_transforms_active() or _has_tangent(tensors)
 
 
 class _Keywords:
@@ -88,8 +97,9 @@ class _Keywords:
 
 
 def call(name: str, *args, **kwargs):
-    """The public functions' call of op ``name``: the op, or under a ``torch.func`` transform
-    (not under torch.compile, which traces the op) its Function applied directly."""
+    """The public functions' call of op ``name``: under a ``torch.func`` transform (not under
+    torch.compile, which traces the op) its Function applied directly; an eager call that
+    nothing differentiates, the op below autograd; otherwise the op."""
     op = getattr(_ops, name).default
     if torch.compiler.is_compiling():
         return op(*args, **kwargs)
@@ -106,13 +116,9 @@ def call(name: str, *args, **kwargs):
 
 
 def _differentiated(args: tuple) -> bool:
-    """Whether an eager call outside torch.func transforms records a derivative: a tensor
-    argument requires grad (grad mode on) or carries a forward-mode tangent."""
+    """Whether an eager call outside torch.func transforms records a derivative."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return True
-    # no tangent can exist outside a dual_level block (forward_ad's level is then -1)
-    return getattr(fwAD, "_current_level", 0) >= 0 and any(_tangent(t) is not None for t in tensors)
+    return _requires_grad(tensors) or _has_tangent(tensors)
 
 
 # ---------------------------------------------------------------- the Functions

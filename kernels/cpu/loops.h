@@ -93,6 +93,17 @@ struct StreamGroup {
 template <class Isa, class T, int NIn, bool Stream, class F>
 TG_INLINE void map_n(const T* const (&in)[NIn], T* out, int64_t n, F f) {
   typename Isa::V v[NIn][Isa::K];
+  // The block at element i: loaded into r, mapped into r[0].
+  const auto block = [&](int64_t i, typename Isa::V(&r)[NIn][Isa::K]) {
+    for (int a = 0; a < NIn; ++a) Isa::load(in[a] + i, r[a]);
+    for (int j = 0; j < Isa::K; ++j) {
+      if constexpr (NIn == 1) {
+        r[0][j] = f(r[0][j]);
+      } else {
+        r[0][j] = f(r[0][j], r[1][j]);
+      }
+    }
+  };
   int64_t i = 0;
   if constexpr (Stream) {
     static_assert(sizeof(T) * Isa::B % 32 == 0, "a streamed block is whole 32-byte stores");
@@ -110,28 +121,12 @@ TG_INLINE void map_n(const T* const (&in)[NIn], T* out, int64_t n, F f) {
     constexpr int G = StreamGroup<Isa, T>::blocks;
     typename Isa::V w[G][NIn][Isa::K];
     for (; i + G * Isa::B <= n; i += G * Isa::B) {
-      for (int b = 0; b < G; ++b) {
-        for (int a = 0; a < NIn; ++a) Isa::load(in[a] + i + b * Isa::B, w[b][a]);
-        for (int j = 0; j < Isa::K; ++j) {
-          if constexpr (NIn == 1) {
-            w[b][0][j] = f(w[b][0][j]);
-          } else {
-            w[b][0][j] = f(w[b][0][j], w[b][1][j]);
-          }
-        }
-      }
+      for (int b = 0; b < G; ++b) block(i + b * Isa::B, w[b]);
       for (int b = 0; b < G; ++b) Isa::stream_store(out + i + b * Isa::B, w[b][0]);
     }
   }
   for (; i + Isa::B <= n; i += Isa::B) {
-    for (int a = 0; a < NIn; ++a) Isa::load(in[a] + i, v[a]);
-    for (int j = 0; j < Isa::K; ++j) {
-      if constexpr (NIn == 1) {
-        v[0][j] = f(v[0][j]);
-      } else {
-        v[0][j] = f(v[0][j], v[1][j]);
-      }
-    }
+    block(i, v);
     if constexpr (Stream && HasStreamStore<Isa, T>::value) {
       Isa::stream_store(out + i, v[0]);
     } else if constexpr (Stream) {
