@@ -6,7 +6,8 @@
   inputs, against which the benchmark measures the kernels; their ``.out`` forms write into a
   preallocated contiguous ``out`` of the input's shape and dtype; ``_stream_isa()`` says
   which vector code moves them;
-* ``_set_poly_scheme`` ("horner" | "estrin") and ``_set_parallel_grain`` (kernels/cpu/
+* ``_set_poly_scheme`` ("horner" | "estrin"), ``_set_parallel_grain`` and ``_set_sized_cells``
+  (16-bit cells calls on their format's own tables, the default, or on float32's) (kernels/cpu/
   hooks.h, registered by kernels/bench/cpu_hooks.cpp): process-wide switches of the kernels
   that only the benchmark, the notebooks and the tests turn. Each returns the previous value.
 * ``_cuda_last_launch()`` (CUDA builds only, kernels/bench/cuda_probes.cpp): [blocks, blocks per
@@ -32,7 +33,7 @@ if not hasattr(OPS, "_stream_copy"):
         "the benchmark's probes (torch.ops.turbogelu_bench) are not in this build of "
         "turbogelu._C: rebuild it with TURBOGELU_BENCH_PROBES=1 (make build does)"
     )
-HOOKS = ("_set_poly_scheme", "_set_parallel_grain")
+HOOKS = ("_set_poly_scheme", "_set_parallel_grain", "_set_sized_cells")
 
 
 @torch.library.register_fake("turbogelu_bench::_stream_copy")

@@ -34,7 +34,7 @@ from conftest import ROOT, assert_same_bits, subprocess_env
 import turbogelu
 import turbogelu.ops as tops
 from turbogelu import _table
-from turbogelu.approx import cells, codegen, reference, report, rounding
+from turbogelu.approx import cells, cells16, codegen, reference, report, rounding
 from turbogelu.approx import family_cells as fc
 from turbogelu.approx import family_programs as fp
 from turbogelu.approx import spec as specmod
@@ -70,6 +70,23 @@ def _family_parts(fn: str) -> dict:
     """The family's cells, by function: {part: (part_values, form)}."""
     spec = fc.load(fn)
     return {p: (fc.part_values(spec[p]), spec[p]["form"]) for p in fc.PARTS}
+
+
+# A 16-bit format's own program of a row (turbogelu/approx/cells16.py), where it has one: the
+# kernels run its forward and its matched derivative in that dtype (the direct derivative,
+# softcap's and SwiGLU's stay the float32 tables).
+CELLS16_FN = {row: ("gelu" if mode == "none" else "gelu_tanh") for row, mode in GELU_ROWS.items()}
+HALF = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+@functools.cache
+def _sized(row: str, fmt: str | None) -> dict | None:
+    """{part: part values} of the row's program sized for fmt, or None (float32's tables)."""
+    fn = CELLS16_FN.get(row, row)
+    if (fn, fmt) not in cells16.SIZED:
+        return None
+    doc = specmod.load(cells16.spec_path(fn, fmt), "cells16")
+    return {p: cells16.table_values(fn, cells16.part_table(doc[p])) for p in specmod.CELLS16_PARTS}
 
 
 @functools.cache
@@ -121,13 +138,19 @@ def _cpu_backward(row: str, g: torch.Tensor, x: torch.Tensor, backward: str) -> 
     return getattr(OPS, f"{row}_backward")(g, x, backward=backward)
 
 
-def _replay(row: str, part: str, x: np.ndarray, g: np.ndarray | None = None) -> np.ndarray:
-    """The lab's float32 replay of one part of a row's cells (a derivative times g)."""
+def _replay(
+    row: str, part: str, x: np.ndarray, g: np.ndarray | None = None, dtype=torch.float32
+) -> np.ndarray:
+    """The lab's float32 replay of one part of a row's cells (a derivative times g), as the
+    kernels run it in dtype (a 16-bit format's own program where it has one: ``_sized``)."""
+    sized = (_sized(row, HALF.get(dtype)) or {}).get(part)
     with np.errstate(invalid="ignore", over="ignore"):
         if row in GELU_ROWS:
-            p = _parts(GELU_ROWS[row])[part]
+            p = _parts(GELU_ROWS[row])[part] if sized is None else sized
             return cells.forward32(x, p) if part == "forward" else cells.backward32(x, p, g)
         values, form = _family_parts(row)[part]
+        if sized is not None:
+            values, form = sized, cells16.FORMS[row][0 if part == "forward" else 1]
         r = fc.eval32(x, values, form)
         return r if part == "forward" else (np.asarray(g, F32) * r).astype(F32)
 
@@ -254,14 +277,42 @@ def test_design_puts_zero_in_a_cell_centre_and_the_tails_in_cells_0_1_31():
 @pytest.mark.parametrize("row", ROWS)
 def test_kernels_are_the_replay(row, dtype, isa):
     """Forward and both derivatives, on every instruction set (the ``isa`` fixture): float32
-    the replay's bits, 16-bit its float32 result rounded once (the kernels' stores)."""
+    the replay's bits, 16-bit its float32 result rounded once (the kernels' stores), with the
+    format's own tables where it has them."""
     x = _inputs(dtype)
     g = torch.linspace(-2, 2, x.numel()).to(dtype)
     x32, g32 = x.float().numpy(), g.float().numpy()
-    assert_same_bits(_cpu_forward(row, x), _to_half(_replay(row, "forward", x32), dtype))
+    assert_same_bits(
+        _cpu_forward(row, x), _to_half(_replay(row, "forward", x32, None, dtype), dtype)
+    )
     for backward in ("direct", "matched"):
-        want = _replay(row, f"backward_{backward}", x32, g32)
+        want = _replay(row, f"backward_{backward}", x32, g32, dtype)
         assert_same_bits(_cpu_backward(row, g, x, backward), _to_half(want, dtype), backward)
+
+
+@pytest.mark.parametrize("dtype", list(HALF), ids=IDS)
+@pytest.mark.parametrize("row", ROWS)
+def test_sized_programs_switch_off_for_the_benchmark(row, dtype):
+    """The benchmark's switch (turbogelu_bench._set_sized_cells(False)) puts 16-bit calls back
+    on the float32 tables, so that the two programs can be timed side by side; cpu_program()
+    says which degree runs."""
+    from experiments import probes
+
+    x = _inputs(dtype)
+    x32 = x.float().numpy()
+    float32 = _to_half(_replay(row, "forward", x32), dtype)
+    assert probes.OPS._set_sized_cells(False) is True  # the default: on
+    try:
+        assert_same_bits(_cpu_forward(row, x), float32)
+        assert turbogelu.cpu_program()["degrees"][row][HALF[dtype]]["forward"] == 3
+    finally:
+        assert probes.OPS._set_sized_cells(True) is False
+    sized = _sized(row, HALF[dtype])
+    assert turbogelu.cpu_program()["degrees"][row][HALF[dtype]]["forward"] == (
+        3 if sized is None else 2
+    )
+    if sized is not None:  # and the sized program is another one, so this test can fail
+        assert not torch.equal(_cpu_forward(row, x), float32)
 
 
 def _to_half(v: np.ndarray, dtype) -> torch.Tensor:
@@ -358,7 +409,8 @@ def test_float32_errors_are_the_recorded_ones_and_ten_times_under_the_bounds(mod
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", list(acc.DTYPES), ids=list(acc.DTYPES.values()))
 def test_grid_vs_mpmath(dtype, mode, isa):
-    acc.test_grid_vs_mpmath(dtype, mode, isa)
+    sized = _sized(_table.APPROXIMATE[mode], HALF.get(dtype)) is not None
+    acc.test_grid_vs_mpmath(dtype, mode, isa, sized)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -387,7 +439,11 @@ def test_exhaustive_table_is_at_least_as_good_as_the_polynomials(mode):
     assert ours.keys() == poly.keys()
     for key, r in ours.items():
         assert r["max_ulp"] <= poly[key]["max_ulp"], key
-        assert r["pct_correctly_rounded"] >= poly[key]["pct_correctly_rounded"], key
+        # A program sized for the format keeps its rule (the worst case above), not the
+        # float32 program's share of correctly rounded results: its fewer operations cost
+        # some (bfloat16 GELU: 99.5% against the polynomial's 99.8% for x >= 0).
+        if _sized(_table.APPROXIMATE[mode], key[0]) is None:
+            assert r["pct_correctly_rounded"] >= poly[key]["pct_correctly_rounded"], key
     assert ours[("bfloat16", "x >= 0")]["max_ulp"] <= 1
     assert ours[("float16", "x >= 0")]["max_ulp"] <= 1
 

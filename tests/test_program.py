@@ -49,6 +49,7 @@ def test_default_is_cells_on_avx512_and_poly_elsewhere(isa, dtype):
         assert program["isa"] == isa == turbogelu.cpu_isa()
         assert program["program"] == tops.cpu_kernel() == _expected_default(isa)
         assert program["reason"].startswith(f"default on {isa}")
+        _check_degrees(program["degrees"], program["program"])
         default = {b: _outputs(x, g, b) for b in ("direct", "matched")}
     with tops.use_cpu_kernel(_expected_default(isa)):
         for b, outs in default.items():
@@ -66,6 +67,7 @@ def test_forced_program_is_reported_and_the_setting_restored():
             with tops.use_cpu_kernel(name):
                 p = turbogelu.cpu_program()
                 assert p.pop("store").startswith("auto: streaming above")
+                _check_degrees(p.pop("degrees"), name)
                 assert p == {
                     "program": name,
                     "isa": turbogelu.cpu_isa(),
@@ -76,6 +78,44 @@ def test_forced_program_is_reported_and_the_setting_restored():
             assert tops.cpu_kernel() == _expected_default(turbogelu.cpu_isa())
     finally:
         OPS._set_cpu_kernel(before)
+
+
+# The rows of the kernels' table with a program of their own (the plain ops), and the cells
+# programs' functions in the lab's names (turbogelu/approx/cells16.py).
+PLAIN = [r.name for r in (*turbogelu._table.GELU, *turbogelu._table.OPS) if r.kind == "Plain"]
+CELLS16_FN = {"gelu_none": "gelu", "gelu_tanh": "gelu_tanh"}
+DEGREE_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def _check_degrees(degrees: dict, program: str) -> None:
+    """What cpu_program()["degrees"] must say, from the lab's lists and not the kernels': the
+    polynomial's degrees alike in every dtype (16-bit data runs the float32 program); under
+    cells a cubic per cell, and a quadratic forward and matched derivative where cells16 found
+    one for the 16-bit format (the direct derivative stays the float32 table)."""
+    from turbogelu.approx import cells16
+
+    assert list(degrees) == PLAIN
+    for row, by_dtype in degrees.items():
+        assert list(by_dtype) == list(DEGREE_DTYPES)
+        fn = CELLS16_FN.get(row, row)
+        for dtype, got in by_dtype.items():
+            if program == "cells" and fn in cells16.FUNCTIONS:
+                sized = 2 if (fn, dtype) in cells16.SIZED else 3
+                assert got == {"forward": sized, "direct": 3, "matched": sized}, (row, dtype)
+            else:
+                assert got == by_dtype["float32"], (row, dtype)
+    if program == "poly":  # GELU's polynomial is its spec's
+        from turbogelu.approx import spec
+
+        doc = spec.load(spec.spec_path("none"))
+        assert degrees["gelu_none"]["float32"]["forward"] == doc["forward"]["degree"]
+
+
+def test_cpu_degrees_refuses_what_it_cannot_name():
+    with pytest.raises(ValueError, match="no plain op named 'softcap'"):
+        OPS._cpu_degrees("softcap", torch.float32)
+    with pytest.raises(TypeError, match="unsupported dtype Int"):
+        OPS._cpu_degrees("sigmoid", torch.int32)
 
 
 def test_default_follows_an_isa_switch():
@@ -112,6 +152,7 @@ def test_environment_variable(setting):
         assert p["reason"].startswith(f"default on {best}")
     else:
         p.pop("store")
+        _check_degrees(p.pop("degrees"), setting)
         assert p == {
             "program": setting,
             "isa": best,

@@ -605,14 +605,30 @@ def cpu_kernel() -> str:
     return _ops._cpu_kernel()
 
 
+# The dtypes and the plain ops (rows of the kernels' table) whose degrees cpu_program() gives.
+_DEGREE_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
 def cpu_program() -> dict:
     """What the CPU ops run now and why: ``{"program": "cells" | "poly", "isa": ...,
-    "reason": ..., "store": ...}`` (the instruction set as ``cpu_isa()``; the reason says
-    whether the program is this ISA's default or forced, and by what; ``store`` how outputs
-    are written: non-temporal stores above a size taken from the CPU's caches, or forced by
-    TURBOGELU_CPU_STORE / ``use_cpu_store``)."""
+    "reason": ..., "store": ..., "degrees": ...}`` (the instruction set as ``cpu_isa()``; the
+    reason says whether the program is this ISA's default or forced, and by what; ``store``
+    how outputs are written: non-temporal stores above a size taken from the CPU's caches, or
+    forced by TURBOGELU_CPU_STORE / ``use_cpu_store``). ``degrees[op][dtype]`` is
+    ``{"forward": d, "direct": d, "matched": d}``, the degrees of the accurate tier's programs
+    as the kernels run them in that dtype: a cells program's per cell, else the polynomial's
+    (op: a row of the kernels' table, GELU's as ``gelu_none`` and ``gelu_tanh``). A 16-bit
+    dtype may run a cells program of lower degree than float32 (docs/programs.md)."""
     program, isa, reason, store = _ops._cpu_program()
-    return {"program": program, "isa": isa, "reason": reason, "store": store}
+    degrees = {}
+    for row in (*_table.GELU, *_table.OPS):
+        if row.kind != "Plain":
+            continue
+        degrees[row.name] = {}
+        for name in _DEGREE_DTYPES:
+            f, d, m = _ops._cpu_degrees(row.name, getattr(torch, name))
+            degrees[row.name][name] = {"forward": f, "direct": d, "matched": m}
+    return {"program": program, "isa": isa, "reason": reason, "store": store, "degrees": degrees}
 
 
 CPU_STORES = ("auto", "plain", "stream")

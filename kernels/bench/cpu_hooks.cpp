@@ -8,4 +8,5 @@
 TORCH_LIBRARY_FRAGMENT(turbogelu_bench, m) {
   m.def("_set_parallel_grain(int grain) -> int", &turbogelu::hooks::set_parallel_grain);
   m.def("_set_poly_scheme(str scheme) -> str", &turbogelu::hooks::set_poly_scheme);
+  m.def("_set_sized_cells(bool on) -> bool", &turbogelu::hooks::set_sized_cells);
 }

@@ -427,6 +427,7 @@ void check_cpu(const at::Tensor& t, const char* op, const char* what) {
 // splits from 32K elements on.
 constexpr int64_t kDefaultGrain = 1 << 14;
 std::atomic<int64_t> g_grain{kDefaultGrain};
+std::atomic<bool> g_sized{true};  // hooks::set_sized_cells
 
 // Streaming stores for a call of n elements moving `bytes` with this grain: the threads that
 // at::parallel_for will use share the bytes. Only for an element-aligned output (always so
@@ -455,6 +456,8 @@ int64_t set_parallel_grain(int64_t grain) {
   return g_grain.exchange(grain);
 }
 
+bool set_sized_cells(bool on) { return g_sized.exchange(on); }
+
 }  // namespace hooks
 
 Scheme current_scheme() { return g_scheme.load(std::memory_order_relaxed); }
@@ -466,6 +469,7 @@ namespace cpu {
 
 const KernelTable& current_kernel_table() { return current_table(); }
 bool runs_cells() { return current_cpu_kernel() == CpuKernel::Cells; }
+bool sized_cells() { return g_sized.load(std::memory_order_relaxed); }
 int64_t parallel_grain() { return g_grain.load(std::memory_order_relaxed); }
 bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain) {
   return streams(static_cast<const char*>(out), es, n, bytes, grain);

@@ -19,6 +19,9 @@ const KernelTable& current_kernel_table();
 // TURBOGELU_CPU_KERNEL, else the instruction set's default): GELU and the family's sigmoid,
 // tanh and SiLU then run their cells programs.
 bool runs_cells();
+// Whether 16-bit cells calls take their format's own tables (family.h's sized_cells_call):
+// always, but for the benchmark's switch (hooks.h's set_sized_cells).
+bool sized_cells();
 // Elements per at::parallel_for chunk.
 int64_t parallel_grain();
 // Whether a call of n elements of size es, moving `bytes` in all, writing to `out`, streams.

@@ -107,8 +107,25 @@ TG_INLINE auto local_call(const FamilyCall& c) {
   }
 }
 
+// Whether a cells kernel of T may be handed a 16-bit format's own tables (ops.cpp's
+// for_dtype: the plain ops' forward and matched derivative), whose degree the loop then
+// reads once per call to run the instantiation of it (shapes::sized).
+template <class T, class S, Kind K>
+constexpr bool takes_sized() {
+  if constexpr (S::cells) {
+    return K == Kind::Plain && S::df == 3 && S::dd == 3 &&
+           (std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>);
+  } else {
+    return false;
+  }
+}
+
 template <class Isa, class T, class S, Kind K>
 void family_unary(const void* x, void* out, int64_t n, const FamilyCall& cref, bool stream) {
+  if constexpr (takes_sized<T, S, K>()) {
+    if (cref.fcells->degree == 2)
+      return family_unary<Isa, T, shapes::sized<S, 2, 3>, K>(x, out, n, cref, stream);
+  }
   const auto c = local_call<S>(cref);
   using V = typename Isa::V;
   if constexpr (K == Kind::Scaled) {
@@ -121,6 +138,10 @@ void family_unary(const void* x, void* out, int64_t n, const FamilyCall& cref, b
 template <class Isa, class T, class S, Kind K>
 void family_binary(const void* a, const void* b, void* out, int64_t n, const FamilyCall& cref,
                    bool stream) {
+  if constexpr (takes_sized<T, S, K>()) {
+    if (cref.dcells->degree == 2)
+      return family_binary<Isa, T, shapes::sized<S, 3, 2>, K>(a, b, out, n, cref, stream);
+  }
   const auto c = local_call<S>(cref);
   using V = typename Isa::V;
   if constexpr (K == Kind::Gated) {

@@ -25,15 +25,28 @@
 namespace turbogelu {
 namespace {
 
+// Whether a call of a program runs its cells kernel: where the call has cells tables (the
+// accurate tier of GELU, sigmoid, tanh and SiLU, and softcap and SwiGLU through them) and the
+// CPU program is "cells" (by default on AVX-512: dispatch.cpp).
+bool runs_cells_of(const FamilyCall* call, Tier tier) {
+  return call != nullptr && call->fcells != nullptr && call->dcells != nullptr &&
+         tier == kTier_accurate && cpu::runs_cells();
+}
+
+// The call as dtype index d runs it: a 16-bit format's own cells tables where the call runs
+// cells and the format has them (family.h's sized_cells_call).
+FamilyCall for_dtype(FamilyOp op, Tier tier, int d, const FamilyCall& c) {
+  if ((d != cpu::kF16 && d != cpu::kBF16) || !runs_cells_of(&c, tier) || !cpu::sized_cells())
+    return c;
+  return sized_cells_call(family_op(op, tier), c, d == cpu::kF16);
+}
+
 // The kernel of (op, tier) for dtype index d: this instruction set's, else the scalar table's.
-// With the call of a program (not the from-output backward): its cells kernel instead where
-// the call has cells tables (the accurate tier of sigmoid, tanh and SiLU) and the CPU program is
-// "cells" (by default on AVX-512, as GELU's: dispatch.cpp).
+// With the call of a program (not the from-output backward): its cells kernel instead where it
+// runs one (runs_cells_of).
 template <class Pick>
 auto pick(FamilyOp op, Tier tier, int d, Pick p, const FamilyCall* call = nullptr) {
-  const bool cells = call != nullptr && call->fcells != nullptr && call->dcells != nullptr &&
-                     tier == kTier_accurate && cpu::runs_cells();
-  const int i = cells ? family_cells_index(op) : family_index(op, tier);
+  const int i = runs_cells_of(call, tier) ? family_cells_index(op) : family_index(op, tier);
   const auto f = p(cpu::current_kernel_table().family[i])[d];
   return f != nullptr ? f : p(cpu::scalar_table().family[i])[d];
 }
@@ -48,10 +61,11 @@ struct CpuFamilyBackend {
   };
 
   static void launch_unary(FamilyOp op, Tier tier, const at::Tensor& x, const at::Tensor& out,
-                           const FamilyCall& c) {
+                           const FamilyCall& call) {
     const int64_t n = x.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(x, family_op(op).name);
+    const FamilyCall c = for_dtype(op, tier, d, call);
     const auto fn = pick(op, tier, d, [](const cpu::FamilyKernels& k) { return k.unary; }, &c);
     const char* xp = static_cast<const char*>(x.const_data_ptr());
     char* op_ = static_cast<char*>(out.data_ptr());
@@ -80,10 +94,12 @@ struct CpuFamilyBackend {
   // call's programs run, so its cells kernel may be taken).
   template <class Member>
   static void launch_two(FamilyOp op, Tier tier, const at::Tensor& a, const at::Tensor& b,
-                         const at::Tensor& out, const FamilyCall& c, Member member, bool program) {
+                         const at::Tensor& out, const FamilyCall& call, Member member,
+                         bool program) {
     const int64_t n = a.numel();
     if (n == 0) return;
     const int d = cpu::dtype_index_of(a, family_op(op).name);
+    const FamilyCall c = program ? for_dtype(op, tier, d, call) : call;
     const auto fn = pick(op, tier, d, member, program ? &c : nullptr);
     const char* ap = static_cast<const char*>(a.const_data_ptr());
     const char* bp = static_cast<const char*>(b.const_data_ptr());
@@ -441,7 +457,36 @@ void impl_plain_from_output_autograd(torch::Library& m, const std::string& op) {
   }
 }
 
+// [forward, direct derivative, matched derivative]: the degrees of the programs that the
+// accurate tier of a plain op (a row of the kernels' table: gelu_none, gelu_tanh, sigmoid, ...)
+// runs on the CPU now in `dtype`, the cells tables' where it runs them (for_dtype's), else the
+// polynomial's: turbogelu.cpu_program()'s "degrees".
+std::vector<int64_t> cpu_degrees(c10::string_view name, c10::ScalarType dtype) {
+  FamilyOp op = kNumFamilyOps;
+#define TG_NAMED(o, fn, kind) \
+  if (kind_of(kFamily_##o) == Kind::Plain && name == #o) op = kFamily_##o;
+  TG_KERNEL_OPS(TG_NAMED)
+#undef TG_NAMED
+  TORCH_CHECK_VALUE(op != kNumFamilyOps, "turbogelu._cpu_degrees: no plain op named '", name, "'");
+  const int d =
+      cpu::dtype_index_of(at::empty({0}, at::TensorOptions().dtype(dtype)), "_cpu_degrees");
+  std::vector<int64_t> out;
+  for (const char* backward : {"direct", "matched"}) {
+    Tier tier = kTier_accurate;
+    const FamilyCall c =
+        for_dtype(op, tier, d, ops::family_call(op, "accurate", backward, 1.0, &tier));
+    const bool cells = runs_cells_of(&c, tier);
+    if (out.empty()) out.push_back(cells ? c.fcells->degree : c.f.degree);
+    out.push_back(cells ? c.dcells->degree : c.d.degree);
+  }
+  return out;
+}
+
 }  // namespace
+
+TORCH_LIBRARY_FRAGMENT(turbogelu, m) {
+  m.def("_cpu_degrees(str op, ScalarType dtype) -> int[]", &cpu_degrees);
+}
 
 // Entry points for poly_ops.cpp (poly_gelu: coefficients given at run time), through the same
 // instruction set, scheme, grain and stores as the ops.

@@ -212,12 +212,14 @@ bool dump(const std::string& dir, const std::string& name, const void* p, size_t
 
 // The NEON forward and default backward of one op row on the 16-bit inputs (x: every
 // pattern; grad: the patterns in another order; swiglu's b likewise), for the x86 comparison.
+// A cells row's call takes a 16-bit format's own tables, as ops.cpp's does.
 void dump_row(const KernelTable& neon, const FamilyKernels* scalar, int row, const FamilyCall& c,
-              Kind kind, const std::string& dir, const std::string& stem) {
+              const FamilyOpInfo& info, const std::string& dir, const std::string& stem) {
+  const Kind kind = info.kind;
   for (int d : {kF16, kBF16}) {
     const auto x = inputs(d, 0), g = inputs(d, 1), b = inputs(d, 2);
     std::vector<uint8_t> o0(x.size()), o1(x.size());
-    RowCtx r{scalar, neon.family, row, d, c};
+    RowCtx r{scalar, neon.family, row, d, sized_cells_call(info, c, d == kF16)};
     const void* in1[1] = {x.data()};
     const void* in2[2] = {g.data(), x.data()};
     const void* ab[2] = {x.data(), b.data()};
@@ -369,7 +371,9 @@ int main(int argc, char** argv) {
           c.cap = cap;
           c.inv = 1.0f / cap;
           for (int d : dts) {
-            RowCtx r{scalar.family, neon->family, row, d, c};
+            // cells rows: a 16-bit format's own tables where it has them, as ops.cpp's calls
+            const FamilyCall cd = cells && d != kF32 ? sized_cells_call(info, c, d == kF16) : c;
+            RowCtx r{scalar.family, neon->family, row, d, cd};
             const std::string what = stem + (direct ? " direct" : " matched") + " cap " +
                                      std::to_string(static_cast<int>(cap));
             if (info.kind == Kind::Gated) {
@@ -383,7 +387,7 @@ int main(int argc, char** argv) {
             }
           }
           if (cap == 1.0f && direct == (info.default_direct ? 1 : 0))
-            dump_row(*neon, scalar.family, row, c, info.kind, dir, stem);
+            dump_row(*neon, scalar.family, row, c, info, dir, stem);
         }
       }
       ++rows;

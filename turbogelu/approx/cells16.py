@@ -246,7 +246,7 @@ def fit(fn: str, fmt: str, degree: int, inp: Inputs | None = None) -> tuple[np.n
     return table, t
 
 
-def _values(fn: str, table: np.ndarray) -> dict:
+def table_values(fn: str, table: np.ndarray) -> dict:
     """A table with its function's layout, as the shipped replays take a spec part."""
     lay = _layout(fn)
     return {k: lay[k] for k in ("scale", "clamp", "offset")} | {"table": np.asarray(table, F32)}
@@ -254,7 +254,7 @@ def _values(fn: str, table: np.ndarray) -> dict:
 
 def replay32(fn: str, x, table: np.ndarray) -> np.ndarray:
     """The kernels' float32 forward with ``table`` (any degree): the shipped replays."""
-    part = _values(fn, table)
+    part = table_values(fn, table)
     if fn in ("gelu", "gelu_tanh"):
         return cells.forward32(x, part)
     form = family_cells.DESIGN[fn]["forms"][0]
@@ -347,6 +347,23 @@ FORMS = {
     "tanh": ("Odd", "Even"),
     "silu": ("XHalfPlusOdd", "HalfPlusOdd"),
 }
+# Vector operations per element of each form around the cell's polynomial (family_eval.h's
+# cells_eval): GELU's clamp below, clamp above and product; the family's |x| and clamp, then
+# copysign (Odd), copysign and + 1/2 (HalfPlusOdd), and SiLU's clamp below and product too.
+FORM_OPERATIONS = {"XTimes": 3, "Signed": 2, "Even": 2, "Odd": 3, "HalfPlusOdd": 4,
+                   "XHalfPlusOdd": 6}  # fmt: skip
+
+
+def operations(fn: str, degree: int, part: str = "forward") -> int:
+    """Vector operations per element of a cells program (the 16-bit conversions aside): the
+    cell's index (one multiply-add), degree + 1 table lookups (one two-table permute each on
+    AVX-512), degree multiply-adds, and the form's own (``FORM_OPERATIONS``)."""
+    if degree < 1:
+        raise ValueError(f"a cells program has degree >= 1, got {degree}")
+    form = FORMS[fn][0 if part == "forward" else 1]
+    return 1 + (degree + 1) + degree + FORM_OPERATIONS[form]
+
+
 # A refit may land on other float32 coefficients (the LP's solution to HiGHS's tolerance, from
 # float64 targets whose last bits are the CPU's): it matches when both tables pass every input
 # and their forwards lie within REFIT_GAP of the acceptance half-width of every input (the
@@ -393,7 +410,7 @@ def matched_table(fn: str, forward: np.ndarray) -> np.ndarray:
 
 def replay_matched32(fn: str, x, table: np.ndarray) -> np.ndarray:
     """The matched derivative's float32 program (gradient 1)."""
-    part = _values(fn, table)
+    part = table_values(fn, table)
     if fn in ("gelu", "gelu_tanh"):
         return cells.backward32(x, part)
     return family_cells.eval32(x, part, FORMS[fn][1])

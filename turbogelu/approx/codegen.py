@@ -53,11 +53,16 @@ def _part(mode: str, name: str, part: dict) -> list[str]:
     ]
 
 
-def render(specs: dict[str, dict], packed: dict | None = None, cells: dict | None = None) -> str:
+def render(
+    specs: dict[str, dict],
+    packed: dict | None = None,
+    cells: dict | None = None,
+    sized: dict | None = None,
+) -> str:
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
         "// data/specs/gelu_exact.json and data/specs/gelu_tanh.json (and data/specs/packed/,",
-        "// data/specs/cells/).",
+        "// data/specs/cells/, data/specs/cells16/).",
         "//",
         "// Polynomial GELU coefficients (poly_eval.h's PolyCoeffs, which family.h makes the",
         "// kernels' programs and family_eval.h evaluates): for |x| <= clamp,",
@@ -84,7 +89,7 @@ def render(specs: dict[str, dict], packed: dict | None = None, cells: dict | Non
             f"inline constexpr bool gelu_{mode}_default_backward_is_direct = {default};",
         ]
     lines += _packed_lines(packed)
-    lines += _cells_lines(cells)
+    lines += _cells_lines(cells, sized)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     return "\n".join(lines)
 
@@ -118,20 +123,54 @@ def _packed_lines(packed: dict) -> list[str]:
     return lines
 
 
+CELL_COEFFS = 4  # poly_eval.h's kCellCoeffs: a table's rows, the cubic's
+
+
 def _cell_table(name: str, part: dict) -> list[str]:
-    """A CellTable constant (poly_eval.h's type) from a cells spec part."""
-    rows = ",\n     ".join("{" + ", ".join(_lit(v) for v in row) + "}" for row in part["table"])
+    """A CellTable constant (poly_eval.h's type) from a cells spec part: its degree (the
+    part's rows less one), the rows above it zero."""
+    table = part["table"]
+    if not 3 <= len(table) <= CELL_COEFFS:
+        raise ValueError(f"{name}: {len(table)} rows; the kernels run quadratic or cubic cells")
+    zeros = [specmod.f32_hex(0.0)] * len(table[0])
+    rows = [*table, *[zeros] * (CELL_COEFFS - len(table))]
+    text = ",\n     ".join("{" + ", ".join(_lit(v) for v in row) + "}" for row in rows)
     return [
         f"inline constexpr CellTable {name} = {{",
-        f"    {_lit(part['scale'])}, {_lit(part['clamp'])}, {_lit(part['offset'])},",
-        f"    {{{rows}}}}};",
+        f"    {len(table) - 1}, {_lit(part['scale'])}, {_lit(part['clamp'])},"
+        f" {_lit(part['offset'])},",
+        f"    {{{text}}}}};",
     ]
 
 
-def _cells_lines(cells: dict | None) -> list[str]:
-    """The CPU's table-driven kernel (turbogelu/approx/cells.py), if given."""
+def _sized_lines(fn: str, sized: dict) -> list[str]:
+    """A function's 16-bit cells programs (cells16.py), <fn>_cells_<format> for every format
+    (null tables where the format runs the float32 ones)."""
+    lines = []
+    for fmt in FORMATS16:
+        doc = sized.get((fn, fmt))
+        if doc is None:
+            lines += [f"inline constexpr SizedCells {fn}_cells_{fmt} = {{nullptr, nullptr}};"]
+            continue
+        lines += [
+            f"// {fn}, {fmt}: degree {doc['degree']}, {doc['rule']}"
+            f" ({doc['generated_by']}, data/specs/cells16/{fn}_{fmt}.json)",
+        ]
+        for name in specmod.CELLS16_PARTS:
+            lines += _cell_table(f"{fn}_{name}_cells_{fmt}", doc[name])
+        lines += [
+            f"inline constexpr SizedCells {fn}_cells_{fmt} = "
+            f"{{&{fn}_forward_cells_{fmt}, &{fn}_backward_matched_cells_{fmt}}};"
+        ]
+    return lines
+
+
+def _cells_lines(cells: dict | None, sized: dict | None = None) -> list[str]:
+    """The CPU's table-driven kernel (turbogelu/approx/cells.py), if given, with the 16-bit
+    formats' own programs (``load_cells16``; none when not given)."""
     if not cells:
         return []
+    sized = {} if sized is None else sized
     from . import cells as cells_mod
 
     lines = [
@@ -156,6 +195,7 @@ def _cells_lines(cells: dict | None) -> list[str]:
         lines += [
             f"inline constexpr bool gelu_{mode}_cells_default_backward_is_direct = {default};"
         ]
+        lines += _sized_lines(f"gelu_{mode}", sized)
     return lines
 
 
@@ -175,6 +215,24 @@ def load_cells(spec_dir: Path | None = None) -> dict:
     return {mode: cells.load(specmod.spec_path(mode, "cells", root=root)) for mode in cells.MODES}
 
 
+FORMATS16 = ("float16", "bfloat16")
+
+
+def load_cells16(spec_dir: Path | None = None) -> dict[tuple[str, str], dict]:
+    """{(kernels' function name, format): spec} of the 16-bit cells programs:
+    ``spec_dir/cells16`` when it exists, else the committed data/specs/cells16."""
+    from . import cells16
+
+    root = _root(spec_dir, "cells16")
+    out = {}
+    for fn, fmt in cells16.SIZED:
+        name = cells16.TABLE_FUNCTION.get(fn, fn)
+        out[(name, fmt)] = specmod.load(
+            specmod.spec_path(cells16.spec_name(fn, fmt), "cells16", root=root), "cells16"
+        )
+    return out
+
+
 def load_specs(spec_dir: Path | None = None) -> dict[str, dict]:
     return {mode: specmod.load(specmod.spec_path(mode, root=spec_dir)) for mode in MODES}
 
@@ -189,7 +247,9 @@ def load_packed(spec_dir: Path | None = None) -> dict:
 
 
 def generate(spec_dir: Path | None = None) -> str:
-    return render(load_specs(spec_dir), load_packed(spec_dir), load_cells(spec_dir))
+    return render(
+        load_specs(spec_dir), load_packed(spec_dir), load_cells(spec_dir), load_cells16(spec_dir)
+    )
 
 
 # ---------------------------------------------------------------- Metal
@@ -234,9 +294,12 @@ def outputs(spec_dir: Path | None = None) -> dict[Path, str]:
     """Every generated file and its text."""
     specs, family = load_specs(spec_dir), load_family(spec_dir)
     exp2_docs, gelu_paper = load_exp2(spec_dir), load_gelu_paper(spec_dir)
+    sized = load_cells16(spec_dir)
     return {
-        HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir)),
-        FAMILY_HEADER: render_family(family, exp2_docs, load_family_cells(spec_dir), gelu_paper),
+        HEADER: render(specs, load_packed(spec_dir), load_cells(spec_dir), sized),
+        FAMILY_HEADER: render_family(
+            family, exp2_docs, load_family_cells(spec_dir), gelu_paper, sized
+        ),
         FAMILY_METAL: render_family_metal(family, exp2_docs, specs, gelu_paper),
     }
 
@@ -425,15 +488,18 @@ def render_family(
     exp2_docs: dict | None = None,
     cells: dict | None = None,
     gelu_paper: dict | None = None,
+    sized: dict | None = None,
 ) -> str:
     """family_coeffs.h from the family's specs, exp2's (``load_exp2``), the family's cells
-    (``load_family_cells``) and GELU's paper tier (``load_gelu_paper``; the committed ones when
-    None). GELU's rows' accurate programs are family.h's, from gelu_coeffs.h."""
+    (``load_family_cells``), GELU's paper tier (``load_gelu_paper``) and the 16-bit cells
+    (``load_cells16``; the committed ones when None). GELU's rows' accurate programs are
+    family.h's, from gelu_coeffs.h."""
     from .polyspec import PolySpec
 
     exp2_docs = load_exp2() if exp2_docs is None else exp2_docs
     cells = load_family_cells() if cells is None else cells
     gelu_paper = load_gelu_paper() if gelu_paper is None else gelu_paper
+    sized = load_cells16() if sized is None else sized
     # family.h takes every GELU row's paper programs from here.
     rows = {o.program for o in _table.GELU}
     if {fn for fn, _ in gelu_paper} != rows or {t for _, t in gelu_paper} != {"paper"}:
@@ -446,8 +512,8 @@ def render_family(
     lines = [
         "// GENERATED FILE - do not edit. Made by `python -m turbogelu codegen` from",
         "// data/specs/<function>/<tier>.json, data/specs/exp2/<tier>.json,",
-        "// data/specs/gelu_<mode>/paper.json and data/specs/cells/<function>.json",
-        "// (python -m turbogelu fit --all).",
+        "// data/specs/gelu_<mode>/paper.json, data/specs/cells/<function>.json and",
+        "// data/specs/cells16/<function>_<format>.json (python -m turbogelu fit --all).",
         "//",
         "// The activation family's programs in the shape of family_eval.h, each tier's (GELU's",
         "// rows: their paper tier; their accurate programs are family.h's), and",
@@ -495,7 +561,7 @@ def render_family(
         more, shape = _exp2_lines(tier, doc)
         lines += more
         shapes.append(shape)
-    lines += _family_cells_lines(cells, functions)
+    lines += _family_cells_lines(cells, functions, sized)
     lines += ["", "}  // namespace coeffs", "}  // namespace turbogelu", ""]
     lines += ["#define TG_FAMILY_SHAPES(X) \\", " \\\n".join(shapes), ""]
     forms = [f"X({fn}, {s['forward']['form']}, {s['backward_direct']['form']})"
@@ -523,9 +589,10 @@ def _family_op_lists() -> list[str]:
     ]
 
 
-def _family_cells_lines(cells: dict, functions: list[str]) -> list[str]:
-    """The family's table-driven CPU programs (family_cells.py): <fn>_cells_<part>, and
-    <fn>_family_cells for every function (empty where it has none)."""
+def _family_cells_lines(cells: dict, functions: list[str], sized: dict) -> list[str]:
+    """The family's table-driven CPU programs (family_cells.py): <fn>_cells_<part>, the
+    16-bit formats' own (cells16.py), and <fn>_family_cells for every function (empty where
+    it has none)."""
     for fn, s in cells.items():  # the kernels evaluate both derivatives in one form
         if s["backward_matched"]["form"] != s["backward_direct"]["form"]:
             raise ValueError(f"{fn} cells: the two derivatives have different forms")
@@ -544,11 +611,13 @@ def _family_cells_lines(cells: dict, functions: list[str]) -> list[str]:
                 f" (at x = {e['argmax_float32']:.6g})",
                 *_cell_table(f"{fn}_cells_{name}", part),
             ]
+        lines += _sized_lines(fn, sized)
     for fn in functions:
         tables = (
-            f"&{fn}_cells_forward, &{fn}_cells_backward_direct, &{fn}_cells_backward_matched"
+            f"&{fn}_cells_forward, &{fn}_cells_backward_direct, &{fn}_cells_backward_matched,"
+            f" {fn}_cells_float16, {fn}_cells_bfloat16"
             if fn in cells
-            else "nullptr, nullptr, nullptr"
+            else "nullptr, nullptr, nullptr, {}, {}"
         )
         lines += [f"inline constexpr FamilyCells {fn}_family_cells = {{{tables}}};"]
     return lines

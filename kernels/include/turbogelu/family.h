@@ -52,21 +52,22 @@ constexpr Kind kind_of(FamilyOp op) {
 // bfloat16 path: gelu_coeffs.h's *_packed_bf16 sets, a fit of their own of each direction) are
 // <fn>_packed_forward and <fn>_packed_backward, of shape shapes::<fn>_packed.
 namespace coeffs {
-#define TG_GELU_PROGRAMS(op, fn, kind)                                                 \
-  inline constexpr FamilyProgram fn##_accurate_forward =                               \
-      gelu_as_program(fn##_forward, -0.0f, 0.0f);                                      \
-  inline constexpr FamilyProgram fn##_accurate_backward_direct =                       \
-      gelu_as_program(fn##_backward_direct, 0.0f, 1.0f);                               \
-  inline constexpr FamilyProgram fn##_accurate_backward_matched =                      \
-      gelu_as_program(fn##_backward_matched, 0.0f, 1.0f);                              \
-  inline constexpr bool fn##_accurate_default_backward_is_direct =                     \
-      fn##_default_backward_is_direct;                                                 \
-  inline constexpr bool fn##_accurate_shipped = true;                                  \
-  inline constexpr FamilyCells fn##_family_cells = {                                   \
-      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells}; \
-  inline constexpr FamilyProgram fn##_packed_forward =                                 \
-      gelu_as_program(fn##_forward_packed_bf16, -0.0f, 0.0f);                          \
-  inline constexpr FamilyProgram fn##_packed_backward =                                \
+#define TG_GELU_PROGRAMS(op, fn, kind)                                                \
+  inline constexpr FamilyProgram fn##_accurate_forward =                              \
+      gelu_as_program(fn##_forward, -0.0f, 0.0f);                                     \
+  inline constexpr FamilyProgram fn##_accurate_backward_direct =                      \
+      gelu_as_program(fn##_backward_direct, 0.0f, 1.0f);                              \
+  inline constexpr FamilyProgram fn##_accurate_backward_matched =                     \
+      gelu_as_program(fn##_backward_matched, 0.0f, 1.0f);                             \
+  inline constexpr bool fn##_accurate_default_backward_is_direct =                    \
+      fn##_default_backward_is_direct;                                                \
+  inline constexpr bool fn##_accurate_shipped = true;                                 \
+  inline constexpr FamilyCells fn##_family_cells = {                                  \
+      &fn##_forward_cells, &fn##_backward_direct_cells, &fn##_backward_matched_cells, \
+      fn##_cells_float16, fn##_cells_bfloat16};                                       \
+  inline constexpr FamilyProgram fn##_packed_forward =                                \
+      gelu_as_program(fn##_forward_packed_bf16, -0.0f, 0.0f);                         \
+  inline constexpr FamilyProgram fn##_packed_backward =                               \
       gelu_as_program(fn##_backward_packed_bf16, 0.0f, 1.0f);
 TG_GELU_OPS(TG_GELU_PROGRAMS)
 #undef TG_GELU_PROGRAMS
@@ -121,6 +122,7 @@ TG_FAMILY_SHAPES(TG_SHAPE)
     static constexpr bool cells = true;                                                        \
     static constexpr CellForm ff = CellForm::XTimes;                                           \
     static constexpr CellForm fd = CellForm::Signed;                                           \
+    static constexpr int df = 3, dd = 3;                                                       \
   };
 TG_GELU_OPS(TG_GELU_SHAPE)
 #undef TG_GELU_SHAPE
@@ -134,9 +136,16 @@ TG_FAMILY_SHAPES(TG_CELLS_DECLARE)
     static constexpr bool cells = true;          \
     static constexpr CellForm ff = CellForm::Ff; \
     static constexpr CellForm fd = CellForm::Fd; \
+    static constexpr int df = 3, dd = 3;         \
   };
 TG_FAMILY_CELLS(TG_CELLS_SHAPE)
 #undef TG_CELLS_SHAPE
+// A cells shape with the degrees of a 16-bit format's own tables (SizedCells): the loops
+// switch to it once per call when the call's tables are of lower degree (family_loops.h).
+template <class S, int DF, int DD>
+struct sized : S {
+  static constexpr int df = DF, dd = DD;
+};
 }  // namespace shapes
 
 // One op's name, kind and programs in one tier (the host code's view of TG_FAMILY_OPS).
@@ -185,6 +194,21 @@ inline const FamilyOpInfo& family_op(FamilyOp op, Tier tier = kTier_accurate) {
 #undef TG_INFO_TIER
   };
   return table[family_index(op, tier)];
+}
+
+// A cells call of a plain op as a 16-bit format runs it (the CPU's ops.cpp, and the NEON
+// harness): the format's own tables where it has them (FamilyCells::float16 / bfloat16,
+// turbogelu/approx/cells16.py), the sized forward and, for the matched derivative, the sized
+// forward's own derivative; the direct derivative keeps the float32 table. softcap and SwiGLU
+// keep the float32 tables: the inputs or outputs of their programs are not the format's values
+// that the sized programs were proven on.
+inline FamilyCall sized_cells_call(const FamilyOpInfo& info, const FamilyCall& c, bool float16) {
+  if (info.kind != Kind::Plain || c.fcells == nullptr || c.fcells != info.cells.forward) return c;
+  const SizedCells& sized = float16 ? info.cells.float16 : info.cells.bfloat16;
+  FamilyCall out = c;
+  if (sized.forward != nullptr) out.fcells = sized.forward;
+  if (sized.matched != nullptr && c.dcells == info.cells.matched) out.dcells = sized.matched;
+  return out;
 }
 
 inline namespace TG_ISA_NAMESPACE {

@@ -70,10 +70,18 @@ enum class CellForm : int {
   XTimes = 4,  // xc p                                    GELU (p ~ gelu(x) / x)
   Signed = 5   // p                                       GELU' (p ~ gelu'(x))
 };
+// A 16-bit format's own cells program of a function (turbogelu/approx/cells16.py: a lower
+// degree that keeps the format's rule on every input), its forward and the forward's own
+// derivative; null where the format runs the float32 tables.
+struct SizedCells {
+  const CellTable* forward;
+  const CellTable* matched;
+};
 struct FamilyCells {
   const CellTable* forward;
   const CellTable* direct;
   const CellTable* matched;
+  SizedCells float16, bfloat16;
 };
 
 // What one call of a family op evaluates: the function's program `f`, the derivative's `d`
@@ -276,18 +284,18 @@ TG_HD TG_INLINE V gelu_backward(V grad, V x, const FamilyProgram& d) {
 // then the form. 1/2 + copysign(p, x) is exactly 1 or 0 in the constant cell (p = 1/2), and
 // 1/2 at x = +-0 (cell 0 has no constant term); SiLU's max(x, -clamp) * 0 is -0.0 below;
 // tanh's copysign(p, x) is +-1 there and keeps -0.0 and the subnormals (p = c1 u near 0).
-template <CellForm F, class V>
+template <CellForm F, int D = kCellCoeffs - 1, class V>
 TG_INLINE V cells_eval(V x, const CellTable& t) {
   if constexpr (F == CellForm::XTimes || F == CellForm::Signed) {
     // GELU's: cell 0 and 1 are zero (x <= -clamp: forward -0.0, derivative 0), cell 31 the
     // constant 1 (x >= clamp: forward x, +inf included; derivative 1).
     const V xc = tg_clamp_below(x, tg_splat(V{}, -t.clamp));
-    const V p = cells_poly(tg_clamp_above(xc, tg_splat(V{}, t.clamp)), t);
+    const V p = cells_poly<D>(tg_clamp_above(xc, tg_splat(V{}, t.clamp)), t);
     if constexpr (F == CellForm::XTimes) return tg_mul(xc, p);
     return p;
   }
   const V u = tg_clamp_above(tg_abs(x), tg_splat(V{}, t.clamp));
-  const V p = cells_poly(u, t);
+  const V p = cells_poly<D>(u, t);
   if constexpr (F == CellForm::Even) {
     return p;
   } else if constexpr (F == CellForm::Odd) {
@@ -305,12 +313,13 @@ TG_INLINE V cells_eval(V x, const CellTable& t) {
 //
 // Plain (sigmoid, tanh, silu): f(x); backward grad * f'(x).
 // S: the function's shapes (family.h's shapes::<function>_<tier>: ff, nf, yf for the
-// forward, fd, nd, yd for the derivative).
+// forward, fd, nd, yd for the derivative; a cells shape's ff, df and fd, dd: forms and the
+// tables' degrees).
 // C: FamilyCall, or FamilyCellsCall for the cells shapes (S::cells).
 template <class S, class V, class C>
 TG_HD TG_INLINE V forward_of(V x, const C& c) {
   if constexpr (S::cells) {
-    return cells_eval<S::ff>(x, c.ft);
+    return cells_eval<S::ff, S::df>(x, c.ft);
   } else {
     return family_eval<S::ff, S::nf, S::yf, S::w>(x, c.f);
   }
@@ -318,7 +327,7 @@ TG_HD TG_INLINE V forward_of(V x, const C& c) {
 template <class S, class V, class C>
 TG_HD TG_INLINE V derivative_of(V x, const C& c) {
   if constexpr (S::cells) {
-    return cells_eval<S::fd>(x, c.dt);
+    return cells_eval<S::fd, S::dd>(x, c.dt);
   } else {
     return family_eval<S::fd, S::nd, S::yd, S::w>(x, c.d);
   }

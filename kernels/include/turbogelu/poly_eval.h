@@ -56,9 +56,12 @@ enum class Scheme { Horner, Estrin };
 
 // The table of one of the CPU's "cells" programs (cells_poly below; family_eval.h's cells_eval).
 constexpr int kCells = 32;
-constexpr int kCellCoeffs = 4;  // cubic in each cell
+constexpr int kCellCoeffs = 4;  // up to a cubic in each cell
 
 struct CellTable {
+  // The polynomial's degree in every cell: 3 (the float32 programs), or 2 for a program
+  // sized for a 16-bit format (turbogelu/approx/cells16.py; c[3] is then zero and unread).
+  int degree;
   float scale;   // cells per unit of x
   float clamp;   // x is clamped to [-clamp, clamp]; s(+-clamp) lands in cells 1 and 31
   float offset;  // 16 + 1.5 * 2^23: fma(xi, scale, offset) is rint(16 + xi*scale) + 1.5*2^23
@@ -172,13 +175,16 @@ TG_INLINE int tg_cell(double xi, const CellTable& t) {
 TG_INLINE float tg_lookup(float, int k, const float* c) { return c[k]; }
 TG_INLINE double tg_lookup(double, int k, const float* c) { return c[k]; }
 
-template <class V>
+// D: the table's degree, fixed at compile time (the loops pick the instantiation from
+// t.degree once per call): a quadratic is three lookups and two multiply-adds.
+template <int D = kCellCoeffs - 1, class V>
 TG_HD TG_INLINE V cells_poly(V xi, const CellTable& t) {
+  static_assert(D == 2 || D == 3, "the cells programs are quadratic or cubic");
   const auto k = tg_cell(xi, t);
-  V p = tg_lookup(xi, k, t.c[3]);
-  p = tg_fma(p, xi, tg_lookup(xi, k, t.c[2]));
-  p = tg_fma(p, xi, tg_lookup(xi, k, t.c[1]));
-  return tg_fma(p, xi, tg_lookup(xi, k, t.c[0]));
+  V p = tg_lookup(xi, k, t.c[D]);
+  TG_UNROLL
+  for (int j = D - 1; j >= 0; --j) p = tg_fma(p, xi, tg_lookup(xi, k, t.c[j]));
+  return p;
 }
 
 }  // namespace TG_ISA_NAMESPACE
