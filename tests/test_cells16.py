@@ -141,3 +141,14 @@ def test_a_malformed_spec_is_refused(tmp_path):
         bad.write_text(json.dumps({**doc, **change}))
         with pytest.raises(ValueError, match=re.escape(message)):
             spec.load(bad, "cells16")
+
+
+def test_operation_counts():
+    """Each degree less is one lookup and one multiply-add less; GELU's cubic per cell is the
+    eleven operations of the microbenchmark's cells loop (experiments/archive/cpu_op_costs)."""
+    assert cells16.operations("gelu", 3) == 11 and cells16.operations("gelu", 2) == 9
+    for fn in cells16.FUNCTIONS:
+        for part in ("forward", "backward_matched"):
+            assert cells16.operations(fn, 3, part) - cells16.operations(fn, 2, part) == 2
+    with pytest.raises(ValueError, match="degree >= 1"):
+        cells16.operations("gelu", 0)
