@@ -307,6 +307,32 @@ def _llm_tasks(results: _Results) -> str:
     return "\n".join(lines)
 
 
+def _sized16(results: _Results) -> str:
+    """The 16-bit cells programs sized for their format (data/specs/cells16/, committed specs
+    rather than a run's results: what the kernels run in each format), with the search's
+    proof one degree lower and the operations per element against the float32 program's."""
+    from turbogelu.approx import cells16
+    from turbogelu.approx import spec as specmod
+
+    lines = [
+        "| function | format | degree (float32's) | t* one degree lower "
+        "| operations (float32's) | max ulp from the 1-ulp region on "
+        "| matched derivative: max \\|error\\| |",
+        "|---|---|---|---:|---|---:|---:|",
+    ]
+    for fn, fmt in cells16.SIZED:
+        doc = specmod.load(cells16.spec_path(fn, fmt), "cells16")
+        d, top = doc["degree"], cells16.SHIPPED_DEGREE
+        lower = next(s for s in doc["search"] if s["degree"] == d - 1)["t_star"]
+        matched = doc["backward_matched"]["errors"]["max_abs_float32"]
+        lines.append(
+            f"| {fn} | {fmt} | {d} ({top}) | {lower:.2f} "
+            f"| {cells16.operations(fn, d)} ({cells16.operations(fn, top)}) "
+            f"| {doc['forward']['errors']['max_ulp']} | {matched:.1e} |"
+        )
+    return "\n".join(lines)
+
+
 # Generated tables: name -> function of the results namespace, returning Markdown.
 TABLES: dict[str, Callable[[_Results], str]] = {
     "table2": _table2,
@@ -320,6 +346,7 @@ TABLES: dict[str, Callable[[_Results], str]] = {
     "bench_targets": _bench_targets,
     "table3": _table3,
     "llm_tasks": _llm_tasks,
+    "sized16": _sized16,
 }
 
 

@@ -155,6 +155,22 @@ def test_quick_run_records_figures(quick_runs, stem):
         key = "table8_d2_least_squares"
         ours, paper = figures[f"{key}_max_rel"], figures[f"{key}_paper_max_rel"]
         assert abs(ours - paper) <= 1e-3 * paper  # the paper rounds to four digits
+        # the programs sized for bfloat16 and float16 (issue 41): the degree the lab found,
+        # the rule kept on every input, the proof one degree lower, every program timed
+        from turbogelu.approx import cells16
+
+        for row in ("gelu_none", "gelu_tanh", "sigmoid", "tanh", "silu"):
+            fn = {"gelu_none": "gelu"}.get(row, row)
+            for fmt in cells16.FORMATS:
+                key = f"sized_{row}_{fmt}"
+                sized = (fn, fmt) in cells16.SIZED
+                assert figures[f"{key}_degree"] == (2 if sized else 3)
+                assert figures[f"{key}_operations"] == cells16.operations(fn, 2 if sized else 3)
+                assert figures[f"{key}_max_ulp"] <= 1
+                assert (f"{key}_t_star_lower" in figures) == sized
+                if sized:
+                    assert figures[f"{key}_t_star_lower"] > 1
+                assert figures[f"time_us_sized_{row}_{fmt}"] > 0
 
 
 def test_record_checks_figures(tmp_path):
