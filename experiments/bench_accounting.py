@@ -12,8 +12,8 @@ bottom up (forward, the CPU's default program unless ``--program``):
 * ``out=, auto stores``: the kernel with the store the library picks for this size;
 * ``allocating, below autograd``: plus the output's allocation and the op's schema (the
   dispatcher below the Autograd key);
-* ``op (the protocol's row)``: plus the op's Autograd kernel (Python: it checks whether the
-  call is differentiated);
+* ``op (the protocol's row)``: plus the op's Autograd kernel (C++ for CPU tensors since issue
+  41: it checks whether the call is differentiated; it was Python before);
 * ``turbogelu.gelu``: plus the public function's argument checks;
 * ``torch exact``: PyTorch's ``F.gelu`` for scale.
 

@@ -152,9 +152,8 @@ def cpu_program() -> str | None:
 
 
 def _below_autograd():
-    """Call ops below the autograd layer: turbogelu's ops carry a Python autograd
-    registration that costs a few us per call even without gradients (about 4 us here,
-    20% of a 64K call), which ``poly_gelu`` (no autograd) does not pay."""
+    """Call ops below the autograd layer: turbogelu's ops carry an Autograd kernel (a C++
+    check on CPU tensors, Python on others) that ``poly_gelu`` (no autograd) does not pay."""
     import torch
 
     return torch._C._AutoDispatchBelowAutograd()
@@ -512,8 +511,8 @@ def degree_variants(
     one size (float32), beside the shipped op and the limits.
 
     Like is compared with like: every row is called below the autograd layer
-    (``_below_autograd``; poly_gelu has no autograd registration, the shipped op has a
-    Python one worth ~4 us a call), and the shipped op's row "turbogelu (poly)" runs the
+    (``_below_autograd``; poly_gelu has no autograd registration, the shipped op has
+    one), and the shipped op's row "turbogelu (poly)" runs the
     polynomial (degree 8, Horner), so it differs from the degree-8 Horner point only by its
     coefficients. Where this CPU's default program is another one (cells), it is timed too,
     as "turbogelu" with its ``program``."""

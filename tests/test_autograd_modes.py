@@ -373,3 +373,69 @@ def test_efficientnet_b0_trains_after_replacement():
     opt.step()
     assert model.features[0][0].weight.grad.isfinite().all()
     assert not torch.equal(model.classifier[1].weight, before)
+
+
+# ------------------------------------------------------------------ the C++ Autograd kernel
+
+
+def _python_autograd_frames(call) -> int:
+    """How many Python frames of turbogelu/_autograd.py a call enters."""
+    import sys
+
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith("_autograd.py"):
+            frames.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return len(frames)
+
+
+def test_the_functional_ops_have_the_cpp_autograd_kernel():
+    """kernels/common/autograd.cpp registers its kernel for CPU and CUDA tensors on exactly the
+    ops that have a Python Function (a functional op added to one list and not the other
+    would either pay the Python layer on every call or have no derivative in C++'s path)."""
+    from turbogelu import _autograd
+
+    names = {
+        n.split("::", 1)[1]
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("turbogelu::")
+    }
+    for key in ("AutogradCPU", "AutogradCUDA"):
+        with_kernel = {
+            n
+            for n in names
+            if torch._C._dispatch_has_kernel_for_dispatch_key(f"turbogelu::{n}", key)
+        }
+        assert with_kernel == set(_autograd.FUNCTIONS), key
+
+
+@pytest.mark.parametrize("row", ROWS, ids=str)
+def test_an_undifferentiated_call_runs_no_python_autograd(row):
+    """The op called on CPU tensors that nothing differentiates goes below autograd in C++
+    (no frame of turbogelu/_autograd.py), with the bits of the call below autograd; a call
+    on an input that requires grad, or carries a tangent, reaches the Python Function."""
+    xs = _inputs(row, torch.float32)
+    y = row.forward(xs)()
+    with torch._C._AutoDispatchBelowAutograd():
+        below = row.forward(xs)()
+    assert_same_bits(y, below)
+    assert _python_autograd_frames(row.forward(xs)) == 0
+    with torch.no_grad():
+        assert _python_autograd_frames(row.forward(_inputs(row, torch.float32, True))) == 0
+    g = torch.ones_like(xs[0])
+    assert _python_autograd_frames(row.backward(g, xs)) == 0
+
+    grad = _inputs(row, torch.float32, True)
+    assert _python_autograd_frames(row.forward(grad)) > 0
+    assert row.forward(grad)().grad_fn is not None
+    with fwAD.dual_level():
+        dual = tuple(fwAD.make_dual(t, torch.ones_like(t)) for t in xs)
+        assert _python_autograd_frames(row.forward(dual)) > 0
+        assert fwAD.unpack_dual(row.forward(dual)()).tangent is not None

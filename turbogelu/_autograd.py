@@ -12,7 +12,10 @@ Two ways in:
 * The op itself, ``torch.ops.turbogelu.<name>``: its Autograd kernel (``_kernel``, installed
   in place of ``torch.library.register_autograd``, which has no forward mode: it dropped the
   tangents silently) runs the Function whenever an input requires grad or carries a tangent.
-  torch.compile and torch.export trace this path and keep the named ops.
+  CPU and CUDA tensors first meet a C++ kernel (kernels/common/autograd.cpp) that sends a call
+  nothing differentiates straight below autograd, and the others here: an undifferentiated
+  call then costs no Python. torch.compile and torch.export trace this path and keep the
+  named ops.
 * The public functions (``turbogelu.gelu`` ...) call the op, except under a ``torch.func``
   transform, where PyTorch runs a Python ``autograd.Function`` only if it is applied above the
   transform's dispatch (``torch.autograd.function``'s ``custom_function_call``): there they
@@ -98,25 +101,17 @@ class _Keywords:
 
 def call(name: str, *args, **kwargs):
     """The public functions' call of op ``name``: under a ``torch.func`` transform (not under
-    torch.compile, which traces the op) its Function applied directly; an eager call that
-    nothing differentiates, the op below autograd; otherwise the op."""
+    torch.compile, which traces the op) its Function applied directly; otherwise the op."""
     op = getattr(_ops, name).default
-    if torch.compiler.is_compiling():
-        return op(*args, **kwargs)
-    if torch._C._are_functorch_transforms_active():
+    if not torch.compiler.is_compiling() and torch._C._are_functorch_transforms_active():
         pos, kw = _schema_call(op, args, kwargs)
         return FUNCTIONS[name].apply(*pos, _Keywords(kw))
-    if not _differentiated(args):
-        # Straight below autograd: the op's Autograd kernel is Python, and passing through it
-        # cost about 7 us a call plus 10-20 us of the kernel's own time at 1M elements
-        # (python -m experiments.bench_accounting: "op" against "allocating, below autograd").
-        with torch._C._AutoDispatchBelowAutograd():
-            return op(*args, **kwargs)
     return op(*args, **kwargs)
 
 
 def _differentiated(args: tuple) -> bool:
-    """Whether an eager call outside torch.func transforms records a derivative."""
+    """Whether an eager call outside torch.func transforms records a derivative (the C++
+    Autograd kernel, kernels/common/autograd.cpp, asks the same of CPU and CUDA tensors)."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     return _requires_grad(tensors) or _has_tangent(tensors)
 
