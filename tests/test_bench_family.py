@@ -313,6 +313,12 @@ def test_family_targets_verdicts():
         # DRAM: 1.06x, and on 10 rounds only
         *_group("sigmoid", "forward", "float32", 1 << 26, 2,
                 {"torch eager": 300, "turbogelu": 106, "limit: copy": 100}, rounds=10),
+        # the evidence: 16-bit backward rows moving the same bytes; the fastest limit (80,
+        # sigmoid's) is tanh's yardstick too, and its 4x asks 75 us: below any program
+        *_group("sigmoid", "backward", "float16", M, 1,
+                {"torch eager": 500, "turbogelu": 200, "limit: mul": 80}),
+        *_group("tanh", "backward", "float16", M, 1,
+                {"torch eager": 300, "turbogelu": 290, "limit: mul": 100}),
         # 4M: only "never slower" applies
         *_group("swiglu", "forward", "bfloat16", 1 << 22, 1,
                 {"torch eager": 99, "turbogelu": 100, "limit: mul": 50}),
@@ -321,10 +327,17 @@ def test_family_targets_verdicts():
     assert res["protocol"] == [] and res["dram"] == []  # GELU's: none, and not mixed
     fam = res["family"]
     v = {(t["target"], t["function"], t["direction"]): t for t in fam["targets"]}
-    assert len(fam["targets"]) == 7 + 4 + 2
+    assert len(fam["targets"]) == 9 + 6 + 2
     s = v[("speedup", "sigmoid", "forward")]
     assert s["met"] and s["need"] == 2.0 and s["speedup"] == pytest.approx(1000 / 450)
     assert s["bound_us"] == pytest.approx(500)
+    assert s["limit_us"] == 100 and s["asked_per_limit"] == pytest.approx(5.0)
+    assert not s["impossible"]
+    for fn, limit, asked in (("sigmoid", 80, 250 / 80), ("tanh", 80, 75 / 80)):
+        e = v[("speedup", fn, "backward")]
+        assert e["limit_us"] == limit and e["asked_per_limit"] == pytest.approx(asked)
+        assert e["impossible"] is (asked < 1) and e["met"] is (fn == "sigmoid")
+    assert v[("speedup", "silu", "backward")]["limit_us"] == 90  # float32: its own bytes
     assert not v[("speedup", "tanh", "forward")]["met"]
     assert v[("speedup", "tanh", "forward")]["need"] == 4.0
     assert not v[("speedup", "softcap", "forward")]["met"]
@@ -344,14 +357,21 @@ def test_family_targets_verdicts():
     text = bench_targets.render(res)
     assert "Activation family (issue 17)" in text
     assert "Protocol (" not in text and "Baseline rows" not in text  # GELU's: nothing to say
-    assert "| sigmoid | forward | float16 | 1 | 1000 | 450 | 2.22x | 2x | yes |" in text
-    assert "| tanh | forward | bfloat16 | 1 | 1000 | 300 | 3.33x | 4x | **no** |" in text
+    assert "| sigmoid | forward | float16 | 1 | 1000 | 450 | 2.22x | 2x | yes | 5.00 |" in text
+    assert "| tanh | forward | bfloat16 | 1 | 1000 | 300 | 3.33x | 4x | **no** | 2.50 |" in text
+    assert "| tanh | backward | float16 | 1 | 300 | 290 | 1.03x | 4x | **no** | 0.94 |" in text
+    assert "(evidenced impossible): tanh backward float16." in text
+    # a result stored before the evidence existed renders without its column
+    stored = {**fam, "targets": [{k: v for k, v in t.items() if k not in ("asked_per_limit",
+              "impossible")} for t in fam["targets"]]}  # fmt: skip
+    old = "\n".join(bench_targets.render_family(stored))
+    assert "| 2x | yes |\n" in old and "time asked" not in old.lower()
     assert (
         "| swiglu | backward | float16 | 67108864 | 1 | 104 | limit: mul + copy | 100 | 1.04"
         " | yes |" in text
     )
     assert "| 1.06 | **no** (only 10 rounds) |" in text
-    assert "Never slower than PyTorch: 5 of 7 rows; slower in: silu backward float32" in text
+    assert "Never slower than PyTorch: 7 of 9 rows; slower in: silu backward float32" in text
     assert "swiglu forward bfloat16 4194304 elements 1 thread(s) (0.99x)" in text
     assert "Family verdict: NOT every target met (but some DRAM verdicts" in text
     # all met, and what is missing is said
