@@ -20,7 +20,11 @@ inline namespace TG_ISA_NAMESPACE {
 // One pass over (g, a, b) writing two outputs, block by block, the head and tail through
 // zero-padded buffers (as map_n). Stream: whole blocks of both outputs are written with
 // non-temporal stores, which the caller asks for only when the two outputs sit at the same
-// offset in a cache line, so that one head aligns both (the bits are the plain loop's).
+// offset in a cache line, so that one head aligns both (the bits are the plain loop's); as
+// map_n, whole lines leave together and the inputs are prefetched ahead. SwiGLU's backward,
+// AVX-512 Xeon, 64M elements, one thread, before / after (two runs): float16 50.4 / 39.2 ms
+// (1.46 / 1.01-1.07x the fastest limit row), bfloat16 48.2 / 41.4-41.6 ms (1.40 /
+// 1.09-1.14x), float32 72.4 / 68.9-71.1 ms.
 template <class Isa, class T, bool Stream, class F>
 TG_INLINE void map_pair(const void* gv, const void* av, const void* bv, void* oav, void* obv,
                         int64_t n, F f) {
@@ -69,7 +73,27 @@ TG_INLINE void map_pair(const void* gv, const void* av, const void* bv, void* oa
       buffered(i, count);
     }
   }
+  if constexpr (Stream && HasStreamStore<Isa, T>::value && StreamGroup<Isa, T>::blocks > 1) {
+    // As map_n: whole groups, every block computed, then each output's lines stored together,
+    // with the inputs prefetched ahead (loops.h).
+    constexpr int G = StreamGroup<Isa, T>::blocks;
+    V w[G][2][Isa::K];
+    for (; i + G * Isa::B <= n; i += G * Isa::B) {
+      prefetch_ahead<T, 3>(in, i, G * Isa::B * static_cast<int64_t>(sizeof(T)));
+      for (int b = 0; b < G; ++b) {
+        for (int a = 0; a < 3; ++a) Isa::load(in[a] + i + b * Isa::B, v[a]);
+        block();
+        for (int j = 0; j < Isa::K; ++j) {
+          w[b][0][j] = r[0][j];
+          w[b][1][j] = r[1][j];
+        }
+      }
+      for (int o = 0; o < 2; ++o)
+        for (int b = 0; b < G; ++b) Isa::stream_store(out[o] + i + b * Isa::B, w[b][o]);
+    }
+  }
   for (; i + Isa::B <= n; i += Isa::B) {
+    if constexpr (Stream) prefetch_ahead<T, 3>(in, i, Isa::B * static_cast<int64_t>(sizeof(T)));
     for (int a = 0; a < 3; ++a) Isa::load(in[a] + i, v[a]);
     block();
     store(out[0] + i, r[0]);
