@@ -398,8 +398,8 @@ bool set_cuda_packed(bool on) { return packed_slot().exchange(on); }
 
 // ---------------------------------------------------------------- checks and layout
 
-int dtype_index(const at::Tensor& t, const char* op) {
-  switch (t.scalar_type()) {
+int dtype_index(at::ScalarType dtype, const char* op) {
+  switch (dtype) {
     case at::kFloat:
       return cpu::kF32;
     case at::kHalf:
@@ -409,7 +409,7 @@ int dtype_index(const at::Tensor& t, const char* op) {
     case at::kDouble:
       return cpu::kF64;
     default:
-      TORCH_CHECK_TYPE(false, "turbogelu.", op, ": unsupported dtype ", t.scalar_type(),
+      TORCH_CHECK_TYPE(false, "turbogelu.", op, ": unsupported dtype ", dtype,
                        "; supported dtypes are float32, float64, float16 and bfloat16");
   }
   return -1;
@@ -474,7 +474,8 @@ int64_t parallel_grain() { return g_grain.load(std::memory_order_relaxed); }
 bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain) {
   return streams(static_cast<const char*>(out), es, n, bytes, grain);
 }
-int dtype_index_of(const at::Tensor& t, const char* op) { return dtype_index(t, op); }
+int dtype_index_of(const at::Tensor& t, const char* op) { return dtype_index(t.scalar_type(), op); }
+int dtype_index_of(at::ScalarType dtype, const char* op) { return dtype_index(dtype, op); }
 void check_on_cpu(const at::Tensor& t, const char* op, const char* what) { check_cpu(t, op, what); }
 
 }  // namespace cpu

@@ -28,6 +28,7 @@ int64_t parallel_grain();
 bool stream_output(const void* out, int64_t es, int64_t n, int64_t bytes, int64_t grain);
 // The kernel tables' index of t's dtype, or a clear error naming `op`.
 int dtype_index_of(const at::Tensor& t, const char* op);
+int dtype_index_of(at::ScalarType dtype, const char* op);
 // t must be on the CPU (this is the CPU kernel).
 void check_on_cpu(const at::Tensor& t, const char* op, const char* what);
 

@@ -468,8 +468,7 @@ std::vector<int64_t> cpu_degrees(c10::string_view name, c10::ScalarType dtype) {
   TG_KERNEL_OPS(TG_NAMED)
 #undef TG_NAMED
   TORCH_CHECK_VALUE(op != kNumFamilyOps, "turbogelu._cpu_degrees: no plain op named '", name, "'");
-  const int d =
-      cpu::dtype_index_of(at::empty({0}, at::TensorOptions().dtype(dtype)), "_cpu_degrees");
+  const int d = cpu::dtype_index_of(dtype, "_cpu_degrees");
   std::vector<int64_t> out;
   for (const char* backward : {"direct", "matched"}) {
     Tier tier = kTier_accurate;
