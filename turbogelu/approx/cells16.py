@@ -110,19 +110,26 @@ def _form(fn: str, x: np.ndarray, clamp) -> tuple[np.ndarray, np.ndarray, np.nda
     return v, xc / 2, xc * sign
 
 
-def inputs(fn: str, fmt: str) -> Inputs:
-    """The format's finite inputs, their cells and forms, and their acceptable outputs."""
-    if fn not in FUNCTIONS or fmt not in FORMATS:
-        raise ValueError(f"fn must be one of {FUNCTIONS} and fmt one of {FORMATS}")
+def accepted(fn: str, fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, jlo, jhi): every finite input of fmt (float32) and the ordered integers
+    (``rounding.to_ordered``) of the fmt outputs the rule accepts for it, jlo..jhi."""
     x, cr, exact = report.reference_table(fn, fmt)
-    lay = _layout(fn)
-    v, a, b = _form(fn, x, lay["clamp"])
-    cell = cells.cell_index(v, lay["scale"], lay["offset"])
     o = rounding.to_ordered(cr, fmt)
     jlo, jhi = o - 1, o + 1
     tail = x < family_programs.ONE_ULP_FROM[fn]
     if tail.any():  # there, |error| <= ABS_BOUND beyond half an ulp of the result instead
         jlo[tail], jhi[tail] = mindegree_problem.within_abs(exact[tail], fmt, ABS_BOUND)
+    return x, jlo, jhi
+
+
+def inputs(fn: str, fmt: str) -> Inputs:
+    """The format's finite inputs, their cells and forms, and their acceptable outputs."""
+    if fn not in FUNCTIONS or fmt not in FORMATS:
+        raise ValueError(f"fn must be one of {FUNCTIONS} and fmt one of {FORMATS}")
+    x, jlo, jhi = accepted(fn, fmt)
+    lay = _layout(fn)
+    v, a, b = _form(fn, x, lay["clamp"])
+    cell = cells.cell_index(v, lay["scale"], lay["offset"])
     mlo, mhi, lo, hi = mindegree_problem.interval_of_values(jlo, jhi, fmt)
     return Inputs(x, cell, v, a, b, F32(lo), F32(hi), F64(mlo), F64(mhi))
 
