@@ -27,7 +27,9 @@ def _load_backward_degrees():
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
-@pytest.mark.parametrize("source", ["op_costs.cpp", "op_costs16.cpp", "op_costs16_avx2.cpp"])
+@pytest.mark.parametrize(
+    "source", ["op_costs.cpp", "op_costs16.cpp", "op_costs16_avx2.cpp", "op_costs_half.cpp"]
+)
 def test_microbenchmarks_compile(source):
     # -fsyntax-only: the target attributes are checked without needing the CPU to run them.
     done = subprocess.run(
@@ -36,6 +38,44 @@ def test_microbenchmarks_compile(source):
         text=True,
     )
     assert done.returncode == 0, done.stderr
+
+
+def _cpu_has(flag: str) -> bool:
+    try:
+        return flag in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+@pytest.mark.skipif(not _cpu_has("avx512_fp16"), reason="the CPU has no AVX512-FP16")
+def test_half_program_intrinsics_are_the_replay(tmp_path):
+    """op_costs_half.cpp's loop (AVX512-FP16 intrinsics) gives, on every 16-bit pattern, the
+    bits of turbogelu.approx.half16's replay (NaNs: any NaN)."""
+    from turbogelu.approx import half16
+
+    table = half16.fit()
+    np.ascontiguousarray(table.T).view(np.uint16).tofile(tmp_path / "table.bin")
+    exe = tmp_path / "op_costs_half"
+    built = subprocess.run(
+        ["g++", "-O2", "-std=c++17", "-o", str(exe), str(HERE / "op_costs_half.cpp")],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run(
+        [str(exe), str(tmp_path / "table.bin"), "--check", str(tmp_path / "out.bin")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    got = np.fromfile(tmp_path / "out.bin", np.uint16).view(np.float16)
+    x = np.arange(65536, dtype=np.uint16).view(np.float16)
+    want = half16.replay(x, table)
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all()
+    np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
 
 
 @pytest.mark.parametrize(("degree", "clamp", "within"), [(7, 4.1, True), (6, 4.0, False)])
