@@ -15,7 +15,11 @@ bottom up (forward, the CPU's default program unless ``--program``):
 * ``op (the protocol's row)``: plus the op's Autograd kernel (C++ for CPU tensors since issue
   41: it checks whether the call is differentiated; it was Python before);
 * ``turbogelu.gelu``: plus the public function's argument checks;
-* ``torch exact``: PyTorch's ``F.gelu`` for scale.
+* ``torch exact``: PyTorch's ``F.gelu`` for scale;
+* float16 on a CPU with AVX512-FP16 only: ``half program, out= (probe)`` and ``half program,
+  allocating (probe)``, the half-precision program of ``turbogelu.approx.half16`` in the
+  library's loop shape with streaming stores (``turbogelu_bench._gelu_half16``), which the
+  kernels do not run yet: what the float16 rows would take with it.
 
 Each process times every row interleaved (``bench_timing.time_interleaved``, glibc's
 thresholds fixed by ``steady_malloc`` as in the benchmark), and the run repeats in
@@ -53,6 +57,7 @@ ROWS = (
     "turbogelu.gelu",
     "torch exact",
 )
+HALF_ROWS = ("half program, out= (probe)", "half program, allocating (probe)")
 LIMITS = ROWS[:2]
 OVERHEAD_SIZE = 16  # elements: a call's fixed cost
 DTYPES = ("bfloat16", "float16")
@@ -100,6 +105,10 @@ def _variants(dtype: str, size: int, program: str | None) -> list:
         "torch exact": (None, lambda: F.gelu(x)),
     }
     assert tuple(fns) == ROWS
+    if dtype == "float16" and tb._half16_available():
+        half = probes.half16_program()
+        fns[HALF_ROWS[0]] = (None, lambda: tb._gelu_half16.out(x, half, True, out=out))
+        fns[HALF_ROWS[1]] = (None, lambda: tb._gelu_half16(x, half, True))
     return [
         Variant(row, fn, functools.partial(switched, store) if store else contextlib.nullcontext)
         for row, (store, fn) in fns.items()
@@ -174,7 +183,7 @@ def run(
     table = {}
     for dtype in dtypes:
         rows = {}
-        for row in ROWS:
+        for row in (row for row in ROWS + HALF_ROWS if row in runs[0]["rows"][dtype]):
             us = [r["rows"][dtype][row] for r in runs]
             ratio = [r["rows"][dtype][row] / min(r["rows"][dtype][m] for m in LIMITS) for r in runs]
             rows[row] = {
@@ -201,10 +210,14 @@ def render(result: dict) -> str:
     dtypes = list(result["dtypes"])
     head = "| row | " + " | ".join(f"{d}: us (x limit) | {d}: 16-element call, us" for d in dtypes)
     lines = [head + " |", "|---|" + "---:|---:|" * len(dtypes)]
-    for row in ROWS:
+    present = {row for d in dtypes for row in result["dtypes"][d]["rows"]}
+    for row in (row for row in ROWS + HALF_ROWS if row in present):
         cells = []
         for d in dtypes:
-            r = result["dtypes"][d]["rows"][row]
+            r = result["dtypes"][d]["rows"].get(row)
+            if r is None:  # a probe row this dtype has not
+                cells += ["", ""]
+                continue
             lo, hi = r["x_limit_range"]
             cells.append(f"{r['us']:.1f} ({r['x_limit']:.2f}x, {lo:.2f}-{hi:.2f})")
             cells.append(f"{r['overhead_us']:.2f}")

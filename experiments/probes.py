@@ -10,6 +10,10 @@
   (16-bit cells calls on their format's own tables, the default, or on float32's) (kernels/cpu/
   hooks.h, registered by kernels/bench/cpu_hooks.cpp): process-wide switches of the kernels
   that only the benchmark, the notebooks and the tests turn. Each returns the previous value.
+* ``_gelu_half16(x, program, stream=True)`` and its ``.out`` (kernels/bench/half_probe.cpp):
+  float16 GELU in half-precision arithmetic (``turbogelu.approx.half16``'s program, given as
+  ``half16_program()``) in the library's loop shape, on a CPU with AVX512-FP16
+  (``_half16_available()``): what the benchmark times before the kernels run it;
 * ``_cuda_last_launch()`` (CUDA builds only, kernels/bench/cuda_probes.cpp): [blocks, blocks per
   SM, SMs] of the last CUDA kernel launch, which tests/test_cuda.py checks against the
   occupancy that the kernels' registers allow.
@@ -19,6 +23,8 @@ probes' fake kernels, so that they trace like the ops (opcheck).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -72,3 +78,27 @@ def _stream_copy_out_fake(x, *, out):
 def _stream_read2_out_fake(a, b, *, out):
     _check_pair(a, b)
     _check_out(a, out, "_stream_read2")
+
+
+@functools.cache
+def half16_program() -> torch.Tensor:
+    """``turbogelu.approx.half16``'s program as ``_gelu_half16`` takes it: a (7, 32) float16
+    tensor, the six columns of the fitted table and a row LOW, HIGH, SCALE, OFFSET."""
+    import numpy as np
+
+    from turbogelu.approx import half16
+
+    consts = np.zeros(half16.CELLS, np.float16)
+    consts[:4] = (half16.LOW, half16.high(), half16.SCALE, half16.OFFSET)
+    rows = np.vstack([half16.fit().T, consts[None, :]])
+    return torch.from_numpy(np.ascontiguousarray(rows))
+
+
+@torch.library.register_fake("turbogelu_bench::_gelu_half16")
+def _gelu_half16_fake(x, program, stream=True):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("turbogelu_bench::_gelu_half16.out")
+def _gelu_half16_out_fake(x, program, stream=True, *, out):
+    _check_out(x, out, "_gelu_half16")

@@ -24,7 +24,8 @@ rounding of every step small against the result's ulp:
   (x >= 3.125) gives x: a = 1, Q = 0.
 
 15 operations per 32 lanes (``operations``), against 26 for the widened float32 program.
-The coefficients are a least-squares fit per cell rounded to float16; the proof is the
+The coefficients are a least-squares fit per cell rounded to float16 (where that misses an
+input, the cell's coefficients moved a few float16 steps: ``_nudge``); the proof is the
 replay (``replay``): every operation of the kernel in float16 round-to-nearest-even, the
 fused multiply-adds exactly rounded (``fma16``), checked on every finite float16 input
 against the rule (``verify``), with the special values as the function has them.
@@ -34,12 +35,14 @@ runs this program's loop with intrinsics, checks its bits against ``replay`` on 
 
     python -m turbogelu.approx.half16          # the table, its proof and degree 1's failures
     python -m turbogelu.approx.half16 --bin F  # and the table's float16 bits, column-major, to F
+    python -m turbogelu.approx.half16 --fn gelu_tanh   # PyTorch's tanh form (the same layout)
 
 numpy (and scipy's ndtr for ``product_form_misses``); about a second.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
@@ -54,7 +57,9 @@ CELLS = 32
 LOW = -4.625  # xb = max(x, LOW): 4 LOW + OFFSET = 0, cell 0
 G_FROM = 17  # the first "half" cell: [-0.375, -0.125)
 DEGREE = 2
+NUDGE = 2  # float16 steps each coefficient may move to mend a cell (_nudge)
 COLUMNS = ("origin", "a", "c0", "q0", "q1", "q2")
+FUNCTIONS = ("gelu", "gelu_tanh")  # GELU's two forms, by their names in rounding.FUNCTIONS
 ZERO_CELL, IDENTITY_CELL = 0, CELLS - 1
 
 
@@ -124,11 +129,14 @@ def _value_origin(xs: np.ndarray, exact: np.ndarray) -> float:
     return float(xs[near[np.argmin(np.abs(exact[near] - c) / ulp)]])
 
 
-def fit(degree: int = DEGREE) -> np.ndarray:
+def fit(degree: int = DEGREE, fn: str = "gelu", nudge: bool = True) -> np.ndarray:
     """The table (CELLS rows of float16: origin, a, c0, q0..q_degree), a least-squares fit per
-    cell to GELU on the cell's float16 inputs, rounded to float16."""
-    x, _, _ = cells16.accepted("gelu", "float16")
-    exact = _exact()
+    cell to GELU (fn: "gelu", or "gelu_tanh" for PyTorch's tanh form) on the cell's float16
+    inputs, rounded to float16; with ``nudge``, cells whose rounded coefficients miss the rule
+    on some input get them moved a few float16 steps (``_nudge``)."""
+    _check_fn(fn)
+    x, _, _ = cells16.accepted(fn, "float16")
+    exact = _exact(fn)
     xh = x.astype(H)
     _, _, k = _clamped(xh)
     inside = xh >= H(LOW)
@@ -162,19 +170,65 @@ def fit(degree: int = DEGREE) -> np.ndarray:
         else:
             q = np.linalg.lstsq(powers, target[keep], rcond=None)[0]
         table[cell] = np.r_[origin, a, c0, q].astype(H)
+    return _nudge(table, fn) if nudge else table
+
+
+def _misses(table: np.ndarray, fn: str, cell: int | None = None) -> np.ndarray:
+    """Which finite inputs (of one cell, if given) the replay puts out of fn's rule."""
+    from . import rounding
+
+    x, jlo, jhi = cells16.accepted(fn, "float16")
+    xh = x.astype(H)
+    if cell is not None:
+        m = _clamped(xh)[2] == cell
+        xh, jlo, jhi = xh[m], jlo[m], jhi[m]
+    j = rounding.to_ordered(replay(xh, table).astype(np.float32), "float16")
+    return (j < jlo) | (j > jhi)
+
+
+def _nudge(table: np.ndarray, fn: str, reach: int = NUDGE) -> np.ndarray:
+    """Where the rounded least-squares coefficients miss the rule on some input of a cell,
+    the same cell with its polynomial's coefficients moved by up to ``reach`` float16 steps
+    each (the smallest total move first) until the cell keeps the rule on all its inputs;
+    a cell no move mends is left as fitted (``verify`` reports it)."""
+    table = table.copy()
+    cells_out = sorted({int(c) for c in _clamped(cells16.accepted(fn, "float16")[0][
+        _misses(table, fn)].astype(H))[2]})  # fmt: skip
+    steps = range(-reach, reach + 1)
+    moves = sorted(
+        itertools.product(steps, repeat=table.shape[1] - 3), key=lambda m: sum(map(abs, m))
+    )
+    for cell in cells_out:
+        base = table[cell].copy()
+        for move in moves[1:]:
+            row = base.copy()
+            for j, d in enumerate(move):
+                for _ in range(abs(d)):
+                    row[3 + j] = np.nextafter(row[3 + j], H(np.inf if d > 0 else -np.inf))
+            table[cell] = row
+            if not _misses(table, fn, cell).any():
+                break
+        else:
+            table[cell] = base
     return table
 
 
-def _exact() -> np.ndarray:
+def _check_fn(fn: str) -> None:
+    if fn not in FUNCTIONS:
+        raise ValueError(f"fn must be one of {FUNCTIONS}, got {fn!r}")
+
+
+def _exact(fn: str) -> np.ndarray:
     from . import report
 
-    return report.reference_table("gelu", "float16")[2]
+    return report.reference_table(fn, "float16")[2]
 
 
-def verify(table: np.ndarray) -> dict:
-    """The replay on every finite float16 input against the rule (``cells16.accepted``), and
+def verify(table: np.ndarray, fn: str = "gelu") -> dict:
+    """The replay on every finite float16 input against fn's rule (``cells16.accepted``), and
     on the special values."""
-    x, jlo, jhi = cells16.accepted("gelu", "float16")
+    _check_fn(fn)
+    x, jlo, jhi = cells16.accepted(fn, "float16")
     from . import rounding
 
     y = replay(x.astype(H), table)
@@ -228,20 +282,23 @@ def operations(degree: int = DEGREE) -> int:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    table = fit()
+    fn = argv[argv.index("--fn") + 1] if "--fn" in argv else "gelu"
+    _check_fn(fn)
+    table = fit(fn=fn)
     for d in range(1, DEGREE + 1):
-        r = verify(table if d == DEGREE else fit(d))
+        r = verify(table if d == DEGREE else fit(d, fn), fn)
         print(
-            f"degree {d} (y of degree {d + 1} per cell): {operations(d)} operations per 32 lanes,"
-            f" {r['failures']} of {r['inputs']} inputs out of the rule"
+            f"{fn}, degree {d} (y of degree {d + 1} per cell): {operations(d)} operations per 32"
+            f" lanes, {r['failures']} of {r['inputs']} inputs out of the rule"
             f" (cells {r['failing_cells']}), special values {'ok' if r['specials_ok'] else 'WRONG'}"
         )
-    misses = product_form_misses()
-    print(
-        "x P(x) with P = Phi(x) correctly rounded, -1 / 0 / +1 ulp: "
-        + " / ".join(str(misses[d]) for d in (-1, 0, 1))
-        + " inputs out of the rule"
-    )
+    if fn == "gelu":
+        misses = product_form_misses()
+        print(
+            "x P(x) with P = Phi(x) correctly rounded, -1 / 0 / +1 ulp: "
+            + " / ".join(str(misses[d]) for d in (-1, 0, 1))
+            + " inputs out of the rule"
+        )
     print(f"HIGH = {float(high())!r}; table ({', '.join(COLUMNS)}):")
     for cell, row in enumerate(table):
         print(f"  {cell:2d} " + " ".join(f"{float(v): .6g}" for v in row))
@@ -249,7 +306,7 @@ def main(argv=None) -> int:
         path = argv[argv.index("--bin") + 1]
         np.ascontiguousarray(table.T).view(np.uint16).tofile(path)
         print(f"wrote {path}: {table.shape[1]} columns of {CELLS} float16 bits")
-    return 0 if verify(table)["failures"] == 0 else 1
+    return 0 if verify(table, fn)["failures"] == 0 else 1
 
 
 if __name__ == "__main__":

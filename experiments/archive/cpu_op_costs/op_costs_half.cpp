@@ -5,7 +5,8 @@
 // output; both programs stream their stores and prefetch each input line 2 KiB ahead into L1
 // and 8 KiB ahead into L2, as the library's streamed 16-bit forwards do (kernels/cpu/loops.h).
 // Interleaved, medians of 41 rounds of 20 calls. The float32 shape's tables are placeholders
-// (it times the instruction mix); the half program's are the fitted ones, read from a file.
+// (it times the instruction mix); the half program's are the fitted ones, read from a file,
+// and its block is the benchmark probe's own (kernels/bench/half_gelu.h).
 //
 //   op_costs_half TABLE [N]            time (TABLE: python -m turbogelu.approx.half16 --bin)
 //   op_costs_half TABLE --check OUT    every 16-bit pattern through the half program, bits to OUT
@@ -22,6 +23,8 @@
 #include <random>
 #include <vector>
 
+#include "../../../kernels/bench/half_gelu.h"
+
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512fp16,fma"), noinline))
 #define TARGET_INLINE \
   __attribute__((target("avx512f,avx512bw,avx512fp16,fma"), always_inline)) inline
@@ -34,6 +37,13 @@ float f32_table[4][32];
 const float kScale = 4.0f, kOffset = 18.5f, kLow = -4.625f, kHigh = 3.37109375f;
 // The shipped float32 cells program's layout (data/specs/cells/gelu_none.json).
 const float kScale32 = 2.9f, kClamp32 = 5.1724138f, kOffset32 = 16.0f + 1.5f * 8388608.0f;
+
+TARGET uint16_t bits(float v) {
+  const _Float16 h = static_cast<_Float16>(v);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
 
 TARGET_INLINE void prefetch(const uint16_t* x) {
   _mm_prefetch(reinterpret_cast<const char*>(x) + 2048, _MM_HINT_T0);
@@ -49,51 +59,26 @@ TARGET void stream_copy(const uint16_t* x, uint16_t* o, long n) {
   _mm_sfence();
 }
 
-struct Half {
-  __m512i col[6];
-  __m512h low, high, scale, offset;
-};
-
-TARGET_INLINE __m512h lookup(const __m512i& column, __m512i k) {
-  return _mm512_castsi512_ph(_mm512_permutexvar_epi16(k, column));
-}
-
-// x passed second to max and min: AVX-512 returns the second operand when either is NaN, so a
-// NaN stays NaN (its cell is 0: the integer indefinite's low five bits).
-TARGET_INLINE __m512h half_gelu(__m512h x, const Half& p) {
-  const __m512h xb = _mm512_max_ph(p.low, x);
-  const __m512h xc = _mm512_min_ph(p.high, xb);
-  const __m512i k = _mm512_cvttph_epi16(_mm512_fmadd_ph(xc, p.scale, p.offset));
-  const __m512h t = _mm512_sub_ph(xc, lookup(p.col[0], k));
-  __m512h q = _mm512_fmadd_ph(t, lookup(p.col[5], k), lookup(p.col[4], k));
-  q = _mm512_fmadd_ph(t, q, lookup(p.col[3], k));
-  return _mm512_fmadd_ph(xb, lookup(p.col[1], k), _mm512_fmadd_ph(t, q, lookup(p.col[2], k)));
-}
-
-TARGET Half half_program() {
-  Half p;
-  for (int j = 0; j < 6; ++j) p.col[j] = _mm512_loadu_si512(half_table[j]);
-  p.low = _mm512_set1_ph(static_cast<_Float16>(kLow));
-  p.high = _mm512_set1_ph(static_cast<_Float16>(kHigh));
-  p.scale = _mm512_set1_ph(static_cast<_Float16>(kScale));
-  p.offset = _mm512_set1_ph(static_cast<_Float16>(kOffset));
-  return p;
+TARGET turbogelu::half16::Program half_program() {
+  const uint16_t consts[4] = {bits(kLow), bits(kHigh), bits(kScale), bits(kOffset)};
+  return turbogelu::half16::load(&half_table[0][0], consts);
 }
 
 TARGET void half_plain(const uint16_t* x, uint16_t* o, long n) {  // n: a multiple of 32
-  const Half p = half_program();
+  const turbogelu::half16::Program p = half_program();
   for (long i = 0; i < n; i += 32) {
-    const __m512h v = half_gelu(_mm512_castsi512_ph(_mm512_loadu_si512(x + i)), p);
+    const __m512h v = turbogelu::half16::gelu(_mm512_castsi512_ph(_mm512_loadu_si512(x + i)), p);
     _mm512_storeu_si512(o + i, _mm512_castph_si512(v));
   }
 }
 
 TARGET void half_stream(const uint16_t* x, uint16_t* o, long n) {
-  const Half p = half_program();
+  const turbogelu::half16::Program p = half_program();
   for (long i = 0; i < n; i += 64) {
     prefetch(x + i);
-    const __m512h a = half_gelu(_mm512_castsi512_ph(_mm512_loadu_si512(x + i)), p);
-    const __m512h b = half_gelu(_mm512_castsi512_ph(_mm512_loadu_si512(x + i + 32)), p);
+    const __m512h a = turbogelu::half16::gelu(_mm512_castsi512_ph(_mm512_loadu_si512(x + i)), p);
+    const __m512h b =
+        turbogelu::half16::gelu(_mm512_castsi512_ph(_mm512_loadu_si512(x + i + 32)), p);
     _mm512_stream_si512(reinterpret_cast<__m512i*>(o + i), _mm512_castph_si512(a));
     _mm512_stream_si512(reinterpret_cast<__m512i*>(o + i + 32), _mm512_castph_si512(b));
   }
