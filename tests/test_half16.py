@@ -156,6 +156,11 @@ def test_the_probe_refuses_what_it_cannot_run():
         probes.OPS._gelu_half16(torch.zeros(8), program)
     with pytest.raises(RuntimeError, match=r"program must be a \(7, 32\) float16"):
         probes.OPS._gelu_half16(torch.zeros(8, dtype=torch.float16), program[:6])
+    x = torch.zeros(64, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        probes.OPS._gelu_half16.out(x[:32], program, out=x[16:48])
+    probes.OPS._gelu_half16.out(x, program, out=x)  # in place: GELU(0) = 0
+    assert (x == 0).all()
     with pytest.raises(RuntimeError, match="out must be a contiguous float16"):
         probes.OPS._gelu_half16.out(
             torch.zeros(8, dtype=torch.float16),

@@ -12,6 +12,7 @@
 // output, each input line prefetched 2 KiB ahead into L1 and 8 KiB ahead into L2, as the
 // library's streamed 16-bit forwards do (kernels/cpu/loops.h); else plain stores.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -95,6 +96,7 @@ void gelu_half16_out(const at::Tensor& x, const at::Tensor& program, bool stream
                   out.is_contiguous(),
               "turbogelu_bench._gelu_half16: out must be a contiguous float16 CPU tensor of "
               "x's shape");
+  at::assert_no_partial_overlap(out, x);  // out may be x itself: each block reads, then writes
 #if TG_HALF_PROBE
   const at::Tensor xs = x.contiguous(), ps = program.contiguous();
   const auto* in = static_cast<const uint16_t*>(xs.const_data_ptr());
